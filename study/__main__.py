@@ -1,0 +1,5 @@
+import sys
+
+from study.run import main
+
+sys.exit(main())

@@ -1,0 +1,45 @@
+"""K0: cuBLAS FP32 through torch.matmul, with TF32 pinned off and verified off."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from study.errors import InputError
+
+
+class TF32Leak(RuntimeError):
+    """The baseline ran on tensor cores: every '% of cuBLAS' would be meaningless."""
+
+
+def pin_fp32() -> None:
+    """Turn TF32 off for cuBLAS; the environment variable must be set before CUDA initialises."""
+    os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
+def cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    if a.dim() != 2 or b.dim() != 2:
+        raise InputError(f"K0 needs 2-D matrices; got {a.dim()}-D and {b.dim()}-D")
+    if a.shape[1] != b.shape[0]:
+        raise InputError(f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+    if torch.backends.cuda.matmul.allow_tf32:
+        raise TF32Leak("torch.backends.cuda.matmul.allow_tf32 is on: call pin_fp32() first")
+    return torch.matmul(a, b, out=out)
+
+
+def guard(rel_err: float, gflops: float, peak_gflops: float, tol: float = 1e-5) -> None:
+    """Fail loudly if the baseline is not plain FP32 (error too large or faster than FP32 can be)."""
+    if not rel_err <= tol:
+        raise TF32Leak(
+            f"cuBLAS baseline relative error {rel_err:.2e} > {tol:.0e}: TF32 or another reduced "
+            "precision leaked in (is NVIDIA_TF32_OVERRIDE=0 set before CUDA starts?)"
+        )
+    if gflops > peak_gflops:
+        raise TF32Leak(
+            f"cuBLAS baseline ran at {gflops:.0f} GFLOP/s, above the FP32 peak of {peak_gflops:.0f}: "
+            "tensor cores (TF32) must have been used"
+        )

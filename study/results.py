@@ -1,0 +1,136 @@
+"""The tidy results table: one CSV row per measurement, appended (and flushed) as it completes.
+
+Every row carries where it came from (GPU, clocks, versions, commit), so a figure can always
+be traced back to the run that produced it. An interrupted run keeps every finished row;
+``--resume`` skips the rows already there.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+from study.errors import InputError
+
+# the measured columns, then the provenance columns every row carries
+MEASURED = [
+    "experiment", "label", "kernel", "impl", "M", "N", "K", "ms", "p20_ms", "p80_ms", "reps",
+    "rel_err", "sm_clock_mhz", "clock_samples", "config",
+]
+PROVENANCE = [
+    "gpu", "sms", "max_sm_clock_mhz", "mem_clock_mhz", "bus_width_bits", "cc", "torch", "triton",
+    "cuda", "driver", "commit", "host", "run_id", "timestamp",
+]
+COLUMNS = MEASURED + PROVENANCE
+KEY = ["experiment", "label", "kernel", "M", "N", "K"]
+CLOCK_COLUMNS = ["run_id", "experiment", "label", "kernel", "M", "N", "K", "t_s", "sm_clock_mhz"]
+
+
+def git_commit(root: Path | None = None) -> str:
+    root = root or Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+            text=True, timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if not sha:
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")
+
+
+def provenance(gpu, run_id: str) -> dict:
+    """The columns that say where a row came from."""
+    import torch
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = ""
+    driver = ""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        driver = driver.decode() if isinstance(driver, bytes) else driver
+    except Exception:  # NVML is optional provenance, never a reason to stop
+        pass
+    return {
+        "gpu": gpu.name, "sms": gpu.sms, "max_sm_clock_mhz": gpu.sm_clock_mhz,
+        "mem_clock_mhz": gpu.mem_clock_mhz, "bus_width_bits": gpu.bus_width_bits, "cc": gpu.cc,
+        "torch": torch.__version__, "triton": triton_version, "cuda": torch.version.cuda or "",
+        "driver": driver, "commit": git_commit(), "host": platform.node(), "run_id": run_id,
+    }
+
+
+def new_run_id() -> str:
+    return _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+
+
+class ResultsFile:
+    """Append-only CSV: a header once, then one flushed row per completed measurement."""
+
+    def __init__(self, path: Path, columns: list[str] = COLUMNS):
+        self.path = Path(path)
+        self.columns = columns
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def append(self, row: dict) -> None:
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        with self.path.open("a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore")
+            if new:
+                w.writeheader()
+            w.writerow({c: row.get(c, "") for c in self.columns})
+            f.flush()
+            os.fsync(f.fileno())
+
+    def append_many(self, rows: list[dict]) -> None:
+        for r in rows:
+            self.append(r)
+
+
+def read(path: Path, required: list[str] | None = None) -> pd.DataFrame:
+    """Read a results CSV; a missing file or column is an InputError naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
+    for c in required or []:
+        if c not in df.columns:
+            raise InputError(f"{path}: missing column {c!r}")
+    return df
+
+
+def done_keys(path: Path) -> set[tuple]:
+    """Keys of the rows already in ``path`` (for --resume); empty if there is no file yet."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return set()
+    df = pd.read_csv(path, dtype={"label": str})
+    return {key_of(r) for r in df.to_dict("records")}
+
+
+def key_of(row: dict) -> tuple:
+    return (str(row["experiment"]), str(row["label"]), str(row["kernel"]),
+            int(row["M"]), int(row["N"]), int(row["K"]))
+
+
+def timestamp() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
