@@ -1,0 +1,289 @@
+"""GPU constants (STUDY.md §4) and the NVML clock sampler.
+
+Everything here is read from the device or from a JSON file written from the device; no GPU is
+hard-coded. The three formulas below (FP32 peak, DRAM peak, cadence floor) are the only
+definitions of those figures in the project; ``study.ledgers`` uses them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from study.errors import InputError
+
+# FP32 lanes (CUDA cores) per SM by compute capability. Unknown architectures are refused
+# rather than guessed: a wrong lane count silently scales every peak and the cadence floor.
+FP32_LANES_PER_SM: dict[str, int] = {
+    "3.0": 192, "3.2": 192, "3.5": 192, "3.7": 192,  # Kepler
+    "5.0": 128, "5.2": 128, "5.3": 128,  # Maxwell
+    "6.0": 64, "6.1": 128, "6.2": 128,  # Pascal
+    "7.0": 64, "7.2": 64,  # Volta
+    "7.5": 64,  # Turing
+    "8.0": 64, "8.6": 128, "8.7": 128,  # Ampere
+    "8.9": 128,  # Ada
+    "9.0": 128,  # Hopper
+    "10.0": 128, "10.1": 128, "10.3": 128, "11.0": 128, "12.0": 128, "12.1": 128,  # Blackwell
+}
+
+
+def fp32_lanes_per_sm(cc: str) -> int:
+    try:
+        return FP32_LANES_PER_SM[str(cc)]
+    except KeyError:
+        raise InputError(
+            f"unknown compute capability {cc!r}: no FP32 lanes per SM on record "
+            f"(known: {', '.join(FP32_LANES_PER_SM)})"
+        ) from None
+
+
+def fp32_peak_gflops(sms: int, lanes_per_sm: int, clock_mhz: float) -> float:
+    """FP32 peak = SMs x lanes x 2 (an FMA is two flops) x clock."""
+    return sms * lanes_per_sm * 2 * clock_mhz * 1e6 / 1e9
+
+
+def dram_peak_gbps(mem_clock_mhz: float, bus_width_bits: int) -> float:
+    """DRAM peak = memory clock x 2 (double data rate) x bus width / 8."""
+    return mem_clock_mhz * 1e6 * 2 * bus_width_bits / 8 / 1e9
+
+
+def cadence_floor(lanes_per_sm: int) -> float:
+    """Fewest cycles per warp-FMA per SM: a warp is 32 lanes of work."""
+    return 32 / lanes_per_sm
+
+
+_REQUIRED = ("name", "sms", "fp32_lanes_per_sm", "sm_clock_mhz", "mem_clock_mhz", "bus_width_bits")
+_OPTIONAL_NUMBERS = ("sampled_sm_clock_mhz", "l2_bytes")
+
+
+@dataclass
+class GPU:
+    name: str
+    sms: int
+    fp32_lanes_per_sm: int
+    sm_clock_mhz: float  # device-reported max SM clock: the main caliber
+    mem_clock_mhz: float
+    bus_width_bits: int
+    sampled_sm_clock_mhz: float | None = None  # median clock sampled during the run
+    l2_bytes: int | None = None
+    cc: str | None = None  # compute capability, e.g. "9.0"
+
+    def peak_gflops(self, clock_mhz: float | None = None) -> float:
+        return fp32_peak_gflops(self.sms, self.fp32_lanes_per_sm, clock_mhz or self.sm_clock_mhz)
+
+    def dram_gbps(self) -> float:
+        return dram_peak_gbps(self.mem_clock_mhz, self.bus_width_bits)
+
+    def cadence_floor(self) -> float:
+        return cadence_floor(self.fp32_lanes_per_sm)
+
+    def with_sampled_clock(self, mhz: float | None) -> GPU:
+        return replace(self, sampled_sm_clock_mhz=mhz)
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def to_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "GPU description") -> GPU:
+        if not isinstance(data, dict):
+            raise InputError(f"{where}: expected a JSON object with keys {', '.join(_REQUIRED)}")
+        for key in _REQUIRED:
+            if key not in data:
+                raise InputError(f"{where}: missing key {key!r}")
+        name = data["name"]
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"{where}: key 'name' must be a non-empty string, got {name!r}")
+        values = {"name": name}
+        for key in _REQUIRED[1:] + _OPTIONAL_NUMBERS:
+            if key in _REQUIRED or data.get(key) is not None:
+                values[key] = _positive(data[key], key, where)
+        for key in ("sms", "fp32_lanes_per_sm", "bus_width_bits", "l2_bytes"):
+            if key in values:
+                if values[key] != int(values[key]):
+                    raise InputError(f"{where}: key {key!r} must be a whole number, got {data[key]!r}")
+                values[key] = int(values[key])
+        if data.get("cc") is not None:
+            values["cc"] = str(data["cc"])
+        return cls(**values)
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> GPU:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise InputError(f"GPU file {path} does not exist") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise InputError(f"GPU file {path} is not readable JSON: {e}") from None
+        return cls.from_dict(data, where=f"GPU file {path}")
+
+
+def _positive(value, key: str, where: str) -> float:
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not is_number or not math.isfinite(value) or value <= 0:
+        raise InputError(f"{where}: key {key!r} must be a positive number, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the device
+
+
+def _nvml():
+    """The pynvml module, initialised; raises InputError with the reason when NVML is missing."""
+    try:
+        import pynvml
+    except ImportError:
+        raise InputError("NVML is unavailable: the nvidia-ml-py package is not installed") from None
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:  # NVMLError subclasses: library missing, driver not loaded, ...
+        raise InputError(f"NVML is unavailable ({e}): clocks and bus width cannot be read") from None
+    return pynvml
+
+
+def _nvml_handle(nvml, index: int, uuid: str | None):
+    """The NVML handle of CUDA device ``index``: matched by UUID (CUDA and NVML may number
+    devices differently under CUDA_VISIBLE_DEVICES), by index when no UUID is known."""
+    if uuid:
+        u = str(uuid)
+        for candidate in (u, "GPU-" + u):
+            try:
+                return nvml.nvmlDeviceGetHandleByUUID(candidate)
+            except Exception:
+                continue
+    return nvml.nvmlDeviceGetHandleByIndex(index)
+
+
+def _torch_props(index: int):
+    import torch
+
+    if not torch.cuda.is_available():
+        raise InputError("no CUDA device is visible to torch: cannot read the GPU constants")
+    if not 0 <= index < torch.cuda.device_count():
+        raise InputError(f"CUDA device {index} does not exist ({torch.cuda.device_count()} visible)")
+    return torch.cuda.get_device_properties(index)
+
+
+def _prop_mhz(props, attr: str) -> float | None:
+    """A torch property given in kHz, as MHz; None when absent or zero (CUDA 13 dropped some)."""
+    v = getattr(props, attr, None)
+    return v / 1000 if v else None
+
+
+def from_device(index: int = 0) -> GPU:
+    """The constants of CUDA device ``index``: torch for name, SMs, capability and L2; NVML for
+    max SM clock, memory clock and bus width (cudaDeviceProp lost clockRate in CUDA 13)."""
+    props = _torch_props(index)
+    cc = f"{props.major}.{props.minor}"
+    sm_mhz = _prop_mhz(props, "clock_rate")
+    mem_mhz = _prop_mhz(props, "memory_clock_rate")
+    bus = getattr(props, "memory_bus_width", None) or None
+    nvml_error = None
+    try:
+        nvml = _nvml()
+        try:
+            h = _nvml_handle(nvml, index, getattr(props, "uuid", None))
+            sm_mhz = nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_SM)
+            mem_mhz = nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_MEM)
+            bus = nvml.nvmlDeviceGetMemoryBusWidth(h)
+        finally:
+            nvml.nvmlShutdown()
+    except Exception as e:
+        nvml_error = str(e)
+    found = {"max SM clock": sm_mhz, "memory clock": mem_mhz, "bus width": bus}
+    missing = [what for what, v in found.items() if not v]
+    if missing:
+        raise InputError(
+            f"cannot read {', '.join(missing)} of device {index}: {nvml_error or 'NVML returned nothing'}"
+        )
+    l2 = getattr(props, "L2_cache_size", None) or None
+    return GPU(
+        name=props.name, sms=props.multi_processor_count, fp32_lanes_per_sm=fp32_lanes_per_sm(cc),
+        sm_clock_mhz=float(sm_mhz), mem_clock_mhz=float(mem_mhz), bus_width_bits=int(bus),
+        l2_bytes=l2, cc=cc,
+    )
+
+
+class ClockSampler:
+    """Samples the current SM clock through NVML on a background thread while timing runs.
+
+    ``with ClockSampler() as s: ...`` then ``s.samples`` holds (seconds since start, MHz) and
+    ``s.median()`` the median MHz. Without NVML it records nothing and ``median()`` is None:
+    sampling never interferes with timing.
+    """
+
+    def __init__(self, index: int = 0, hz: float = 20):
+        if hz < 5:
+            raise InputError(f"clock sampling rate must be at least 5 Hz, got {hz}")
+        self.index = index
+        self.period = 1.0 / hz
+        self.samples: list[tuple[float, float]] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._nvml = None
+        self._handle = None
+        self._t0 = 0.0
+
+    def __enter__(self) -> ClockSampler:
+        self.samples = []
+        self._stop.clear()
+        self._t0 = time.perf_counter()
+        try:
+            self._nvml = _nvml()
+            uuid = None
+            try:
+                uuid = getattr(_torch_props(self.index), "uuid", None)
+            except Exception:
+                pass
+            self._handle = _nvml_handle(self._nvml, self.index, uuid)
+        except Exception as e:
+            self.error = str(e)
+            self._shutdown()
+            return self
+        self._sample()
+        self._thread = threading.Thread(target=self._loop, name="clock-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        if self._handle is not None:
+            self._sample()
+        self._shutdown()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period):
+            self._sample()
+
+    def _sample(self) -> None:
+        try:
+            mhz = self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM)
+        except Exception as e:
+            self.error = str(e)
+            return
+        self.samples.append((time.perf_counter() - self._t0, float(mhz)))
+
+    def _shutdown(self) -> None:
+        if self._nvml is not None:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:
+                pass
+        self._nvml = None
+        self._handle = None
+
+    def median(self) -> float | None:
+        return statistics.median(m for _, m in self.samples) if self.samples else None

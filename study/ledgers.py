@@ -1,0 +1,285 @@
+"""The three ledgers and the per-kernel figures of STUDY.md §3: pure arithmetic, no GPU.
+
+Each figure is one small named function; ``ledger_table`` applies them to a table of measured
+times. The only measured input is the median time; everything else is counted from the code
+(``study.kernels.Counted``) or read from the GPU description (``study.gpu.GPU``).
+
+Units: times in ms, clocks in MHz, bandwidth in GB/s, throughput in GFLOP/s, bytes per output
+element, cadence in cycles per warp-FMA per SM.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from study import kernels as registry
+from study.errors import InputError
+from study.gpu import GPU, cadence_floor  # noqa: F401  (cadence_floor is a §3 figure, defined once there)
+from study.kernels import Counted, Kernel
+
+NAN = float("nan")
+
+# ---------------------------------------------------------------------------------------------
+# Instruction ledger (steps 1-3): load instructions per FMA, counted from the inner loop.
+
+
+def dist(c: Counted) -> float:
+    """32-way shared loads per FMA (the index holds tx with coefficient 1)."""
+    return c.lds_dist / c.fma_per_k
+
+
+def bcast(c: Counted) -> float:
+    """Broadcast shared loads per FMA (the index has no tx)."""
+    return c.lds_bcast / c.fma_per_k
+
+
+def ldg(c: Counted) -> float:
+    """Global load instructions per FMA, spread over one phase."""
+    return c.ldg_per_phase / c.fma_per_phase
+
+
+def loads_per_fma(c: Counted) -> float:
+    return dist(c) + bcast(c) + ldg(c)
+
+
+# ---------------------------------------------------------------------------------------------
+# Byte ledger (steps 4-5): DRAM bytes per output element, from the tiling.
+
+
+def bytes_per_out(c: Counted, K: int) -> float:
+    """Phases x global elements per output per phase x 4 bytes, plus the 4-byte C write."""
+    phases = math.ceil(K / c.phase_k)
+    return phases * (c.elems_per_phase / c.outputs) * 4 + 4
+
+
+def bytes_per_out_tile(BM: int, BN: int, K: int) -> float:
+    """Byte ledger of any BM x BN block tile: each output reads K/BM of A's and K/BN of B's
+    block columns/rows, 4 bytes each, plus its own write."""
+    return 4 * K * (1 / BM + 1 / BN) + 4
+
+
+def ai(K: int, bytes_out: float) -> float:
+    """Arithmetic intensity: 2K flops per output over its bytes."""
+    return 2 * K / bytes_out
+
+
+def roof_gflops(ai_: float, dram_gbps: float) -> float:
+    return ai_ * dram_gbps
+
+
+def attainment_pct(gflops_: float, roof: float) -> float:
+    """Measured over the DRAM roof: >100% means the bytes did not all come from DRAM."""
+    return 100 * gflops_ / roof
+
+
+# ---------------------------------------------------------------------------------------------
+# Measured figures (the one measured input is the time).
+
+
+def gflops(M: int, N: int, K: int, ms: float) -> float:
+    return 2 * M * N * K / (ms / 1e3) / 1e9
+
+
+def pct_peak(gflops_: float, peak_gflops: float) -> float:
+    return 100 * gflops_ / peak_gflops
+
+
+def pct_cublas(gflops_: float, cublas_gflops: float) -> float:
+    """Share of cuBLAS at the same shape; the clock cancels, so it holds in either caliber."""
+    return 100 * gflops_ / cublas_gflops
+
+
+def cadence(M: int, N: int, K: int, ms: float, sms: int, clock_mhz: float) -> float:
+    """Cycles per warp-FMA per SM: all SM cycles spent, over the warp-FMAs (MNK / 32) done."""
+    return 32 * sms * clock_mhz * 1e6 * (ms / 1e3) / (M * N * K)
+
+
+def cycles_per_load(cadence_: float, loads_per_fma_: float) -> float:
+    """A diagnostic, not a prediction: what each load instruction seems to cost."""
+    return cadence_ / loads_per_fma_
+
+
+# ---------------------------------------------------------------------------------------------
+# Request ledger (step 9, K1/K2 only): memory transactions per FMA.
+
+
+def req_per_fma(c: Counted) -> float:
+    return NAN if c.req_per_fma is None else float(c.req_per_fma)
+
+
+def cycles_per_request(cadence_: float, req_per_fma_: float) -> float:
+    return cadence_ / req_per_fma_
+
+
+# ---------------------------------------------------------------------------------------------
+# The table.
+
+REQUIRED_COLUMNS = ("kernel", "M", "N", "K", "ms")
+INSTRUCTION_COLUMNS = (
+    "dist", "bcast", "ldg", "loads_per_fma", "cycles_per_load", "req_per_fma", "cycles_per_request",
+)
+BYTE_COLUMNS = ("bytes_per_out", "ai", "roof_gflops", "attainment_pct")
+MODEL_COLUMNS = ("predicted_cadence", "model_error_pct")
+MEASURED_COLUMNS = (
+    "impl", "gflops", "pct_peak", "pct_cublas", "cadence", "cadence_floor", "sampled_clock_mhz",
+    "pct_peak_sampled", "cadence_sampled",
+)
+COMPUTED_COLUMNS = MEASURED_COLUMNS + INSTRUCTION_COLUMNS + BYTE_COLUMNS + MODEL_COLUMNS
+
+
+def kernel_map(kernels=None) -> dict[str, Kernel]:
+    """Kernels by id: the registry by default, or the given mapping / iterable of kernels."""
+    if kernels is None:
+        return dict(registry.BY_ID)
+    if isinstance(kernels, Mapping):
+        return dict(kernels)
+    return {k.id: k for k in kernels}
+
+
+def shape_str(M, N, K) -> str:
+    return f"{int(M)}x{int(N)}x{int(K)}"
+
+
+def _check_times(times: pd.DataFrame, known: Mapping[str, Kernel]) -> pd.DataFrame:
+    if not isinstance(times, pd.DataFrame):
+        raise InputError(f"times must be a table with columns {', '.join(REQUIRED_COLUMNS)}")
+    for col in REQUIRED_COLUMNS:
+        if col not in times.columns:
+            raise InputError(f"times lack column {col!r} (need {', '.join(REQUIRED_COLUMNS)})")
+    if times.empty:
+        raise InputError("times are empty: no kernel was timed")
+    t = times.copy().reset_index(drop=True)
+    # a ledger table fed back in: drop the figures this module computes, keep the inputs
+    t = t.drop(columns=[c for c in COMPUTED_COLUMNS if c in t.columns])
+    t["kernel"] = t["kernel"].astype(str)
+    unknown = sorted(set(t["kernel"]) - set(known))
+    if unknown:
+        raise InputError(f"unknown kernel id(s) in times: {', '.join(unknown)}; known: {', '.join(known)}")
+    for dim in ("M", "N", "K"):
+        v = pd.to_numeric(t[dim], errors="coerce")
+        bad = ~(v >= 1) | (v != v.round())
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(
+                f"{dim} of {t.at[i, 'kernel']} (row {i}) must be a positive integer, got {t.at[i, dim]!r}"
+            )
+        t[dim] = v.astype("int64")
+    ms = pd.to_numeric(t["ms"], errors="coerce")
+    bad = ~(ms > 0) | ~np.isfinite(ms.to_numpy(dtype=float, na_value=np.nan))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(
+            f"time of {t.at[i, 'kernel']} at {shape_str(t.at[i, 'M'], t.at[i, 'N'], t.at[i, 'K'])} "
+            f"(row {i}) must be a positive number of ms, got {t.at[i, 'ms']!r}"
+        )
+    t["ms"] = ms.astype(float)
+    return t
+
+
+def _row_tile(row, k: Kernel) -> tuple[float, float] | None:
+    """Block tile of a row: BM/BN columns of the times (an autotuned pick) or the registry's."""
+    bm, bn = row.get("BM", NAN), row.get("BN", NAN)
+    if pd.notna(bm) and pd.notna(bn) and bm > 0 and bn > 0:
+        return float(bm), float(bn)
+    if k.tile is not None:
+        return k.tile[0], k.tile[1]
+    return None
+
+
+def ledger_table(
+    times: pd.DataFrame,
+    gpu: GPU,
+    kernels: Iterable[Kernel] | Mapping[str, Kernel] | None = None,
+    match_on: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """Every figure of STUDY.md §3 for each timed (kernel, shape).
+
+    ``times`` needs columns kernel, M, N, K, ms (others are kept; an optional ``sm_clock_mhz``
+    gives the clock sampled during that row, and optional BM/BN the tile an autotuner picked).
+    ``match_on`` are the columns that pair a row with its cuBLAS row for % of cuBLAS: by default
+    M, N, K and, where the times have them, experiment and label (so a kernel is compared with
+    cuBLAS timed in the same experiment). When several cuBLAS rows match, their median GFLOP/s
+    is used.
+
+    The main caliber is the device-reported max clock; ``*_sampled`` columns use the sampled
+    clock (the row's ``sm_clock_mhz``, else ``gpu.sampled_sm_clock_mhz``; NaN when neither).
+    ``predicted_cadence`` and ``model_error_pct`` stay NaN here: ``study.model.apply`` fills them.
+    CUDA kernels carry all three ledgers; Triton kernels the byte ledger from their tile (their
+    instruction ledger comes from SASS); cuBLAS only the measured figures.
+    """
+    known = kernel_map(kernels)
+    t = _check_times(times, known)
+    if match_on is None:
+        match_on = [c for c in ("experiment", "label") if c in t.columns] + ["M", "N", "K"]
+    match_on = list(match_on)
+    for col in match_on:
+        if col not in t.columns:
+            raise InputError(f"times lack column {col!r} used to pair rows with cuBLAS")
+
+    peak = gpu.peak_gflops()
+    bw = gpu.dram_gbps()
+    floor = gpu.cadence_floor()
+    if "sm_clock_mhz" in t.columns:
+        sampled = pd.to_numeric(t["sm_clock_mhz"], errors="coerce")
+        sampled = sampled.where(sampled > 0)
+    else:
+        sampled = pd.Series(NAN, index=t.index)
+    if gpu.sampled_sm_clock_mhz:
+        sampled = sampled.fillna(gpu.sampled_sm_clock_mhz)
+
+    rows = []
+    for i, r in t.iterrows():
+        k = known[r["kernel"]]
+        M, N, K, ms = int(r["M"]), int(r["N"]), int(r["K"]), float(r["ms"])
+        f_s = sampled.at[i]
+        g = gflops(M, N, K, ms)
+        cad = cadence(M, N, K, ms, gpu.sms, gpu.sm_clock_mhz)
+        out = {
+            "impl": k.impl,
+            "gflops": g,
+            "pct_peak": pct_peak(g, peak),
+            "cadence": cad,
+            "cadence_floor": floor,
+            "sampled_clock_mhz": f_s,
+            "pct_peak_sampled": pct_peak(g, gpu.peak_gflops(f_s)) if pd.notna(f_s) else NAN,
+            "cadence_sampled": cadence(M, N, K, ms, gpu.sms, f_s) if pd.notna(f_s) else NAN,
+        }
+        out.update(dict.fromkeys(INSTRUCTION_COLUMNS + BYTE_COLUMNS + MODEL_COLUMNS, NAN))
+        c = k.counted
+        if c is not None:
+            lpf = loads_per_fma(c)
+            rq = req_per_fma(c)
+            out.update(
+                dist=dist(c), bcast=bcast(c), ldg=ldg(c), loads_per_fma=lpf,
+                cycles_per_load=cycles_per_load(cad, lpf), req_per_fma=rq,
+                cycles_per_request=cycles_per_request(cad, rq),
+                bytes_per_out=bytes_per_out(c, K),
+            )
+        elif k.impl != "cublas":
+            tile = _row_tile(r, k)
+            if tile is not None:
+                out["bytes_per_out"] = bytes_per_out_tile(tile[0], tile[1], K)
+        if not math.isnan(out["bytes_per_out"]):
+            a = ai(K, out["bytes_per_out"])
+            roof = roof_gflops(a, bw)
+            out.update(ai=a, roof_gflops=roof, attainment_pct=attainment_pct(g, roof))
+        rows.append(out)
+
+    df = pd.concat([t, pd.DataFrame(rows, index=t.index)], axis=1)
+    base_ids = [kid for kid, k in known.items() if k.impl == "cublas"]
+    base = df[df["kernel"].isin(base_ids)]
+    if match_on:
+        ref = base.groupby(match_on)["gflops"].median().rename("_cublas_gflops").reset_index()
+        df = df.merge(ref, on=match_on, how="left")
+    else:
+        df["_cublas_gflops"] = base["gflops"].median() if len(base) else NAN
+    df["pct_cublas"] = pct_cublas(df["gflops"], df["_cublas_gflops"])
+    df = df.drop(columns="_cublas_gflops")
+
+    lead = ["kernel", "impl", "M", "N", "K", "ms", "gflops", "pct_peak", "pct_cublas"]
+    rest = [c for c in df.columns if c not in lead]
+    return df[lead + rest]
