@@ -1,0 +1,79 @@
+"""Hand-written CUDA SGEMM kernels K1-K6 and their cached JIT build.
+
+One ``.cu`` file per kernel (each compiles standalone with ``nvcc -cubin`` for SASS
+analysis) plus ``bindings.cpp``. :func:`load` builds them into one torch extension the
+first time it is called; importing this package builds nothing and never touches a GPU.
+
+The extension exposes ``k1 k2 k3 k3c k4 k5 k6(a, b, c, alpha, beta)`` writing
+``c = alpha * a @ b + beta * c`` in place on the current stream, ``attributes(name)`` and
+``max_active_blocks(name)``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+
+SOURCE_DIR: Path = Path(__file__).resolve().parent
+EXTENSION_NAME = "sgemm_ledgers_cuda"
+
+_lock = threading.Lock()
+_extension: ModuleType | None = None
+
+
+def cu_sources() -> list[Path]:
+    """The kernel sources, one ``.cu`` per kernel, sorted by name."""
+    return sorted(SOURCE_DIR.glob("*.cu"))
+
+
+def _build_directory(cpp_extension) -> str:
+    # torch's own choice: $TORCH_EXTENSIONS_DIR/<name>, else its default root
+    try:
+        return cpp_extension._get_build_directory(EXTENSION_NAME, verbose=False)
+    except Exception:  # private helper; the status line is all that depends on it
+        return "torch default"
+
+
+def load() -> ModuleType:
+    """Build (once, cached on disk by torch) and import the CUDA extension."""
+    global _extension
+    if _extension is not None:
+        return _extension
+    with _lock:
+        if _extension is not None:
+            return _extension
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                "cuda_kernels.load(): no CUDA device is visible to torch "
+                f"(torch {torch.__version__}, built with CUDA {torch.version.cuda}); "
+                "the hand-written CUDA kernels need one"
+            )
+        from torch.utils import cpp_extension
+
+        major, minor = torch.cuda.get_device_capability()
+        cc = f"{major}{minor}"
+        start = time.perf_counter()
+        ext = cpp_extension.load(
+            name=EXTENSION_NAME,
+            sources=[str(SOURCE_DIR / "bindings.cpp"), *(str(p) for p in cu_sources())],
+            extra_cflags=["-O3"],
+            extra_cuda_cflags=["-O3", f"-gencode=arch=compute_{cc},code=sm_{cc}"],
+            extra_include_paths=[str(SOURCE_DIR)],
+            verbose=False,
+        )
+        elapsed = time.perf_counter() - start
+        print(
+            f"cuda_kernels: {EXTENSION_NAME} for sm_{cc} ready in {elapsed:.1f} s "
+            f"(build dir {_build_directory(cpp_extension)})",
+            file=sys.stderr,
+        )
+        _extension = ext
+        return ext
+
+
+__all__ = ["EXTENSION_NAME", "SOURCE_DIR", "cu_sources", "load"]

@@ -1,0 +1,86 @@
+"""Every kernel against float64 on odd, degenerate and large shapes (GPU only)."""
+
+import math
+
+import pytest
+
+from study import bench, experiments, kernels
+
+SHAPES = [
+    (1, 1, 1), (1, 4096, 4096), (67, 131, 97), (33, 65, 17), (4097, 4097, 4097), (4096, 4096, 4096),
+    (2, 3, 5), (31, 33, 1), (128, 1, 64), (1, 1, 4096), (513, 257, 129), (1000, 1000, 1),
+    (64, 64, 64), (4096, 32, 4096),
+]
+
+
+def shape_for(k, shape):
+    """The shape itself, or the nearest one the kernel accepts (K6: 4097^3 -> 4100^3)."""
+    return experiments.shape_for(k, experiments.Point("tests", "t", *shape))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("k", kernels.KERNELS, ids=lambda k: k.id)
+def test_kernel_matches_float64(k, shape):
+    M, N, K = shape_for(k, shape)
+    err = bench.check(k.launcher, M, N, K, seed=M + 3 * N + 7 * K)
+    assert err <= bench.TOLERANCE, f"{k.id} at {M}x{N}x{K}: relative error {err:.2e}"
+
+
+@pytest.mark.gpu
+def test_checker_rejects_a_kernel_that_drops_the_last_k():
+    k3 = kernels.get("K3").launcher
+
+    def wrong(a, b, out):
+        k3(a[:, :-1].contiguous(), b[:-1].contiguous(), out)
+
+    assert bench.check(wrong, 4096, 4096, 4096) > bench.TOLERANCE
+    assert bench.check(wrong, 67, 131, 97) > bench.TOLERANCE
+
+
+@pytest.mark.gpu
+def test_checker_rejects_a_kernel_that_skips_the_last_row():
+    k6 = kernels.get("K6").launcher
+
+    def wrong(a, b, out):
+        k6(a[:-1].contiguous(), b, out[:-1])
+
+    assert math.isinf(bench.check(wrong, 68, 128, 64))
+
+
+@pytest.mark.gpu
+def test_k6_refuses_unaligned_shapes_before_launch():
+    import torch
+
+    a = torch.randn(64, 4097, device="cuda")
+    b = torch.randn(4097, 64, device="cuda")
+    out = torch.empty(64, 64, device="cuda")
+    with pytest.raises(RuntimeError, match="multiples of 4"):
+        kernels.get("K6").launcher(a, b, out)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bad", ["float64", "noncontiguous", "inner"])
+def test_cuda_wrappers_name_the_problem(bad):
+    import torch
+
+    a = torch.randn(64, 32, device="cuda")
+    b = torch.randn(32, 48, device="cuda")
+    out = torch.empty(64, 48, device="cuda")
+    if bad == "float64":
+        a, match = a.double(), "float32"
+    elif bad == "noncontiguous":
+        a, match = torch.randn(32, 64, device="cuda").t(), "contiguous"
+    else:
+        b, match = torch.randn(31, 48, device="cuda"), "inner"
+    with pytest.raises(RuntimeError, match=match):
+        kernels.get("K3").launcher(a, b, out)
+
+
+@pytest.mark.gpu
+def test_baseline_is_plain_fp32():
+    from study import baseline
+
+    baseline.pin_fp32()
+    err = bench.check(kernels.BASELINE.launcher, 2048, 2048, 2048)
+    assert 1e-8 < err <= 1e-5  # TF32 would land near 3e-4
