@@ -1,0 +1,163 @@
+"""The one tiled FP32 matmul kernel behind the Triton twins T3, T3c, T4 and T5.
+
+Each twin fixes the block tile (BM x BN x BK) and the number of warps of the CUDA kernel it
+mirrors; everything inside the tile (which thread owns which outputs, vector widths, the
+shared-memory staging of the operands, the software pipeline when ``num_stages > 1``) is
+chosen by the Triton compiler. ``tl.dot(..., input_precision="ieee")`` keeps the product
+exact FP32 (FFMA, never TF32 tensor cores), so the comparison with the CUDA kernels is
+about who writes the code inside the tile, not about the arithmetic.
+
+Reads top to bottom: configuration, the ``@triton.jit`` kernel, the launcher.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+# --------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------
+
+# Row-major program order over output tiles, the order of a CUDA grid (blockIdx.x = columns).
+ROW_MAJOR = 1
+# Offsets are computed in 32-bit integers: refuse operands with more elements than that.
+MAX_ELEMENTS = 2**31 - 1
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels on the CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def tiled_matmul_kernel(
+    # pointers
+    a_ptr, b_ptr, c_ptr,
+    # sizes
+    M, N, K,
+    # strides (in elements)
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    # meta-parameters
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """C[M, N] = A[M, K] @ B[K, N] in FP32; one program computes one BM x BN tile of C."""
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(N, BN)
+    if GROUP_M == 1:
+        # plain row-major tile order, like a 2-D CUDA grid
+        pid_m = pid // num_pid_n
+        pid_n = pid % num_pid_n
+    else:
+        # GROUP_M tile rows share each B column panel while it is hot in L2
+        num_pid_m = tl.cdiv(M, BM)
+        group_size = GROUP_M * num_pid_n
+        first_m = (pid // group_size) * GROUP_M
+        rows = min(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + (pid % group_size) % rows
+        pid_n = (pid % group_size) // rows
+
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    in_m = rm[:, None] < M
+    in_n = rn[None, :] < N
+
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, tl.cdiv(K, BK)):
+        k_left = K - k0 * BK  # the last K tile may be partial: masked lanes read 0
+        a = tl.load(a_ptrs, mask=in_m & (rk[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & in_n, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+
+    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc, mask=in_m & in_n)
+
+
+# --------------------------------------------------------------------------------------------
+# Launcher
+# --------------------------------------------------------------------------------------------
+
+
+def check_operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """Validate ``a @ b -> out`` for an FP32 kernel; return ``out``, allocated when None.
+
+    Strided (non-contiguous) operands are accepted: the kernels take every stride.
+    """
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+        if t.dtype != torch.float32:
+            raise ValueError(f"{name} must be float32 (this study is FP32 SGEMM), got {t.dtype}")
+    if a.device != b.device:
+        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
+    (M, K), (K2, N) = a.shape, b.shape
+    if K != K2:
+        raise ValueError(f"inner dimensions differ: a is {M}x{K}, b is {K2}x{N}")
+    if min(M, N, K) < 1:
+        raise ValueError(f"every dimension must be >= 1, got M={M}, N={N}, K={K}")
+    if out is not None:
+        if not isinstance(out, torch.Tensor) or out.dim() != 2 or tuple(out.shape) != (M, N):
+            shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"out must have shape ({M}, {N}), got {shape}")
+        if out.dtype != torch.float32:
+            raise ValueError(f"out must be float32, got {out.dtype}")
+        if out.device != a.device:
+            raise ValueError(f"out must be on {a.device}, got {out.device}")
+    if a.device.type == "cpu" and not interpreting():
+        raise ValueError("Triton kernels need CUDA tensors (or TRITON_INTERPRET=1 for the CPU interpreter)")
+    for name, t in (("a", a), ("b", b), ("out", out)):
+        if t is None:
+            continue
+        # the largest offset the kernel forms is sum((size - 1) * stride): keep it in int32
+        span = sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))
+        if span > MAX_ELEMENTS:
+            raise ValueError(f"{name} spans {span + 1} elements; 32-bit offsets allow {MAX_ELEMENTS}")
+    if out is None:
+        if M * N > MAX_ELEMENTS:
+            raise ValueError(f"out would hold {M * N} elements; 32-bit offsets allow {MAX_ELEMENTS}")
+        out = torch.empty((M, N), dtype=torch.float32, device=a.device)
+    return out
+
+
+def launch_tiled(a, b, out, BM: int, BN: int, BK: int, num_warps: int, num_stages: int = 1,
+                 group_m: int = ROW_MAJOR):
+    """``out = a @ b`` with :func:`tiled_matmul_kernel` on one BM x BN x BK tile configuration.
+
+    ``out`` None allocates the result; the result is returned either way.
+    """
+    out = check_operands(a, b, out)
+    M, K = a.shape
+    N = b.shape[1]
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    tiled_matmul_kernel[grid](
+        a, b, out,
+        M, N, K,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+        BM=BM, BN=BN, BK=BK, GROUP_M=group_m,
+        num_warps=num_warps, num_stages=num_stages,
+    )
+    return out
+
+
+def aot_spec(*, BM: int, BN: int, BK: int, num_warps: int, num_stages: int,
+             shape: tuple[int, int, int] | None = None, group_m: int = ROW_MAJOR):
+    """What :mod:`triton_kernels.aot` needs to compile this kernel for one tile, with no GPU."""
+    from triton_kernels.aot import matmul_spec
+
+    return matmul_spec(tiled_matmul_kernel, dict(BM=BM, BN=BN, BK=BK, GROUP_M=group_m),
+                       num_warps=num_warps, num_stages=num_stages, shape=shape)
