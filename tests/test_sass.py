@@ -1,0 +1,297 @@
+"""SASS of the project's kernels for sm_90, compiled here with no GPU (nvcc -cubin, Triton AOT).
+
+The facts asserted are read from the real cuda_kernels/*.cu and Triton twins; the parser,
+loop finder and occupancy arithmetic are also checked on hand-made inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+
+import pytest
+
+from study import kernels, sass
+from study.errors import InputError
+
+ARCH = "sm_90"
+CUDA = [k for k in kernels.KERNELS if k.impl == "cuda"]
+TILED = [k for k in CUDA if k.tile]
+
+needs_tools = pytest.mark.skipif(
+    sass.find_nvcc() is None or sass.find_cuobjdump() is None,
+    reason="needs nvcc and cuobjdump (PATH or the triton wheel) to compile and dump SASS",
+)
+
+needs_cuobjdump = pytest.mark.skipif(
+    sass.find_cuobjdump() is None, reason="needs cuobjdump (PATH or the triton wheel) to dump SASS"
+)
+
+
+@pytest.fixture(scope="session")
+def sass_cache(tmp_path_factory):
+    """One cubin cache for the session, away from the user's."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SGEMM_SASS_CACHE", str(tmp_path_factory.mktemp("sass-cache")))
+        yield
+
+
+@pytest.fixture(scope="session")
+def cuda_table(sass_cache):
+    df = sass.sass_table(CUDA, ARCH)
+    assert (df["error"] == "").all(), df.loc[df["error"] != "", ["kernel", "error"]].to_string()
+    return df.set_index("kernel")
+
+
+def _nvcc_release() -> str:
+    nvcc = sass.find_nvcc()
+    if nvcc is None:
+        return ""
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else ""
+
+
+# ------------------------------------------------------------------ parser, on a hand-made dump
+
+SNIPPET = """
+\tcode for sm_90
+\t\tFunction : toy
+\t.headerflags\t@"EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                    /* 0x00000a00ff017b82 */
+                                                                             /* 0x000fe40000000f00 */
+        /*0010*/                   LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ; /* 0x0000000402047981 */
+        /*0020*/              @!P0 LDG.E.LTC128B R8, desc[UR4][R2.64] ;       /* 0x0000000402087981 */
+        /*0030*/                   LDG.E.64 R10, desc[UR4][R2.64] ;          /* 0x0000000402087981 */
+        /*0040*/                   LDG.E R12, desc[UR4][R2.64] ;             /* 0x0000000402087981 */
+        /*0050*/                   LDGSTS.E.BYPASS.128 [R3], desc[UR4][R2.64] ;
+        /*0060*/                   STS.128 [R3], R4 ;
+        /*0070*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0080*/                   LDS.U.128 R4, [R3] ;
+        /*0090*/                   LDS R13, [R3+0x80] ;
+        /*00a0*/                   LDS.U8 R14, [R3+0x4] ;
+        /*00b0*/                   LDS.64 R16, [R3+0x10] ;
+        /*00c0*/                   FFMA R0, R4, R13, R0 ;
+        /*00d0*/                   FFMA R0, R5, R13, R0 ;
+        /*00e0*/               @P1 BRA 0x80 ;
+        /*00f0*/                   FFMA R0, R6, R13, R0 ;
+        /*0100*/              @!P2 BRA `(.L_x_1) ;
+        /*0110*/                   HMMA.1688.F32.TF32 R20, R4, R8, R20 ;
+        /*0120*/                   EXIT ;
+        /*0130*/                   BRA 0x130;
+        /*0140*/                   NOP;
+        /*0150*/                   NOP;
+\t\t..........
+\t\tFunction : other
+        /*0000*/                   EXIT ;
+"""
+
+
+def test_parser_reads_functions_opcodes_and_predicates():
+    funcs = sass.parse_sass(SNIPPET)
+    assert list(funcs) == ["toy", "other"]
+    toy = funcs["toy"]
+    assert len(toy) == 22 and toy[0].opcode == "LDC" and toy[-1].opcode == "NOP"
+    guarded = toy[2]
+    assert (guarded.pred, guarded.opcode, guarded.base) == ("@!P0", "LDG.E.LTC128B", "LDG")
+    assert toy[1].mods == ("E", "128", "CONSTANT") and toy[1].operands == "R4, desc[UR4][R2.64]"
+
+
+def test_widths_come_from_exact_width_modifiers_only():
+    h = sass.histogram(sass.parse_sass(SNIPPET)["toy"])
+    # LDG.E.128.CONSTANT is 128-bit; .LTC128B is an L2 hint, so LDG.E.LTC128B is 32-bit
+    assert (h["LDG128"], h["LDG64"], h["LDG32"], h["LDG"]) == (1, 1, 2, 4)
+    # LDS.U.128 is 128-bit; LDS and the sub-word LDS.U8 fall in the 32 bucket
+    assert (h["LDS128"], h["LDS64"], h["LDS32"], h["LDS"]) == (1, 1, 2, 4)
+    assert (h["LDGSTS"], h["STS"], h["BAR"], h["HMMA"], h["HGMMA"]) == (1, 1, 1, 1, 0)
+    assert h["FFMA"] == 3
+    assert h["total"] == 20  # every line but the two NOPs
+
+
+def test_main_loop_is_the_backward_branch_with_ffma():
+    toy = sass.parse_sass(SNIPPET)["toy"]
+    # the self-branch at 0x130 and the symbolic forward branch are not loops
+    assert [(toy[a].addr, toy[b].addr) for a, b in sass.find_loops(toy)] == [(0x80, 0xE0)]
+    h = sass.loop_histogram(toy)
+    got = (h["loop_FFMA"], h["loop_LDS"], h["loop_LDS128"], h["loop_LDG"], h["loop_total"])
+    assert got == (2, 4, 1, 0, 7)
+    assert h["loop_lds_per_ffma"] == 2.0 and h["loop_ldg_per_ffma"] == 0.0
+
+
+def test_main_loop_prefers_the_loop_with_most_ffma():
+    lines = [
+        "/*0000*/ FFMA R0, R1, R2, R0 ;",
+        "/*0010*/ @P0 BRA 0x0 ;",  # 1 FFMA
+        "/*0020*/ FFMA R0, R1, R2, R0 ;",
+        "/*0030*/ FFMA R0, R1, R2, R0 ;",
+        "/*0040*/ LDG.E R1, desc[UR4][R2.64] ;",
+        "/*0050*/ @P0 BRA 0x20 ;",  # 2 FFMA: the main loop
+        "/*0060*/ EXIT ;",
+    ]
+    instrs = sass.parse_sass("\n".join("        " + ln for ln in lines))[""]
+    body = sass.main_loop(instrs)
+    assert [i.addr for i in body] == [0x20, 0x30, 0x40, 0x50]
+    assert sass.main_loop(instrs[:1]) == []
+    assert math.isnan(sass.loop_histogram(instrs[:1])["loop_lds_per_ffma"])
+
+
+def test_ptxas_report_is_parsed_per_function():
+    log = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'a' for 'sm_90'
+ptxas info    : Function properties for a
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 0 barriers
+ptxas info    : Compiling entry function 'b' for 'sm_90'
+ptxas info    : Function properties for b
+    24 bytes stack frame, 16 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 20480 bytes smem, 400 bytes cmem[0]
+"""
+    assert sass.parse_ptxas(log, "a") == dict(registers=32, smem_bytes=0, stack_bytes=0, spill_stores=0,
+                                              spill_loads=0)
+    assert sass.parse_ptxas(log, "b") == dict(registers=255, smem_bytes=20480, stack_bytes=24,
+                                              spill_stores=16, spill_loads=8)
+    with pytest.raises(sass.CompileError):
+        sass.parse_ptxas(log, "c")
+
+
+# ------------------------------------------------------------------ occupancy arithmetic
+
+
+def test_occupancy_register_limited_sm89():
+    # 128 threads x 128 regs: 65536 / (128 * 128) = 4 blocks = 16 warps of 48
+    assert sass.theoretical_occupancy(128, 0, 128, "sm_89") == pytest.approx(100 * 16 / 48)
+
+
+def test_occupancy_reproduces_the_4090_report():
+    # K5 on the 4090: 20 KB smem + 1 KB reserved -> 102400 // 21504 = 4 blocks -> 33.3%
+    lim = sass.occupancy_limits(64, 20480, 128, "sm_89")
+    assert (lim["blocks"], lim["limited_by"]) == (4, "shared memory")
+    assert lim["occupancy_pct"] == pytest.approx(33.333, abs=1e-3)
+    # K4 on the 4090 had 75%: 9 blocks of 4 warps. That needs 49..56 registers
+    # (56 * 32 = 1792 per warp, 16384 // 1792 = 9 warps per scheduler); 57 gives 8 blocks.
+    for regs, pct in ((48, 83.333), (49, 75.0), (56, 75.0), (57, 66.667)):
+        assert sass.theoretical_occupancy(regs, 8192, 128, "sm_89") == pytest.approx(pct, abs=1e-3), regs
+
+
+def test_occupancy_sm90_cases():
+    assert sass.theoretical_occupancy(32, 0, 1024, "sm_90") == 100.0  # 2 blocks of 32 warps
+    assert sass.theoretical_occupancy(40, 8192, 1024, 90) == 50.0  # 40 regs: 1 block of 1024
+    # 72 regs -> 2304 per warp -> 7 warps per scheduler -> 28 warps -> 7 blocks of 4 warps
+    assert sass.theoretical_occupancy(72, 20480, 128, "sm_90") == pytest.approx(43.75)
+    # shared memory: 100 KB + 1 KB reserved -> 228 KB holds 2 blocks
+    assert sass.occupancy_limits(32, 100 * 1024, 128, "sm_90")["by_smem"] == 2
+    assert sass.theoretical_occupancy(32, 228 * 1024, 128, "sm_90") == 0.0  # over 227 KB per block
+    assert sass.theoretical_occupancy(256, 0, 128, "sm_90") == 0.0  # over 255 regs per thread
+    assert sass.theoretical_occupancy(32, 0, 2048, "sm_90") == 0.0  # over 1024 threads per block
+    assert sass.theoretical_occupancy(16, 0, 32, "sm_90") == 50.0  # block limit: 32 blocks x 1 warp
+    assert sass.theoretical_occupancy(16, 0, 32, "sm_86") == pytest.approx(100 * 16 / 48)
+
+
+def test_occupancy_refuses_unknown_arch():
+    with pytest.raises(InputError, match="no occupancy table"):
+        sass.theoretical_occupancy(32, 0, 128, "sm_52")
+
+
+# ------------------------------------------------------------------ tools and failures
+
+
+def test_missing_nvcc_is_a_skip_message(monkeypatch):
+    monkeypatch.setattr(sass, "find_cuobjdump", lambda: "/usr/bin/true")
+    monkeypatch.setattr(sass, "find_nvcc", lambda: None)
+    with pytest.raises(sass.SassUnavailable, match="SASS skipped: no nvcc on PATH"):
+        sass.sass_table("K3", ARCH)
+
+
+@needs_tools
+def test_a_failing_kernel_gets_an_error_row(sass_cache, tmp_path):
+    bad = tmp_path / "bad.cu"
+    bad.write_text('extern "C" __global__ void bad(float *x) { x[0] = undefined_name; }\n')
+    broken = kernels.Kernel("KX", "cuda", "broken", target="cuda:kx", threads=32, source=str(bad),
+                            symbol="bad")
+    df = sass.sass_table([broken, kernels.get("K3")], ARCH).set_index("kernel")
+    assert "nvcc failed" in df.loc["KX", "error"] and df.loc["K3", "error"] == ""
+    assert df.loc["K3", "loop_FFMA"] == 32
+
+
+# ------------------------------------------------------------------ the project's CUDA kernels
+
+
+@needs_tools
+@pytest.mark.parametrize("kid", ["K1", "K2"])
+def test_naive_loops_load_from_global_only(cuda_table, kid):
+    r = cuda_table.loc[kid]
+    assert r["loop_FFMA"] > 0 and r["loop_LDS"] == 0 and r["loop_STS"] == 0
+    assert r["loop_ldg_per_ffma"] == 2.0  # one A and one B element per FMA, however unrolled
+
+
+@needs_tools
+@pytest.mark.parametrize("k", TILED, ids=lambda k: k.id)
+def test_tiled_loop_holds_32_unrolled_k_steps(cuda_table, k):
+    r, c = cuda_table.loc[k.id], k.counted
+    # K3 32, K3c 128 (4 tiles across), K4 256, K5 and K6 1024: the k loop fully unrolled
+    assert c.phase_k == 32 and r["loop_FFMA"] == c.fma_per_phase
+    if c.outputs == c.fma_per_k:
+        assert r["loop_FFMA"] == 32 * c.fma_per_k
+    # the loop is the phase loop: all the counted global loads of a phase, and its barriers
+    assert r["loop_LDG"] == c.ldg_per_phase and r["loop_BAR"] >= 2
+    # vectorised or not, the loop fetches exactly the counted 32-bit words from shared memory
+    words = r["loop_LDS32"] + 2 * r["loop_LDS64"] + 4 * r["loop_LDS128"]
+    loads = (c.lds_dist + c.lds_bcast) * c.fma_per_phase // c.fma_per_k
+    assert words == loads * c.lds_bits // 32
+
+
+@needs_tools
+def test_k6_uses_128_bit_loads_only(cuda_table):
+    r = cuda_table.loc["K6"]
+    assert r["loop_LDS128"] == 96 and r["loop_LDS32"] == r["loop_LDS64"] == 0
+    assert r["LDG128"] > 0 and r["loop_LDG128"] == 10 and r["loop_LDG32"] == 0
+
+
+@needs_tools
+def test_loop_split_as_nvcc_13_writes_it(cuda_table):
+    if not _nvcc_release().startswith("13."):
+        pytest.skip(f"split recorded with nvcc 13.x; this is nvcc {_nvcc_release() or 'unknown'}")
+    # nvcc merges 4 consecutive broadcast reads Mds[ty][k..k+3] into one LDS.128
+    expected = {  # kernel: (loop FFMA, LDS.32, LDS.128)
+        "K3": (32, 32, 8), "K3c": (128, 128, 32), "K4": (256, 32, 64), "K5": (1024, 128, 64),
+        "K6": (1024, 0, 96),
+    }
+    got = {kid: tuple(int(cuda_table.loc[kid, c]) for c in ("loop_FFMA", "loop_LDS32", "loop_LDS128"))
+           for kid in expected}
+    assert got == expected
+
+
+@needs_tools
+def test_resources_and_occupancy_are_filled(cuda_table):
+    for kid, r in cuda_table.iterrows():
+        assert 0 < r["registers"] <= 255 and r["spills"] == 0, kid
+        assert 0 < r["occupancy_pct"] <= 100, kid
+    assert cuda_table.loc["K1", "smem_bytes"] == 0
+    assert cuda_table.loc["K3", "smem_bytes"] == 2 * 32 * 32 * 4
+    assert cuda_table.loc["K6", "smem_bytes"] == (32 * 32 + 32 * 128) * 4
+
+
+@needs_tools
+def test_counted_vs_compiled_flags_the_merged_broadcasts(cuda_table):
+    cv = sass.counted_vs_compiled(cuda_table.reset_index()).set_index("kernel")
+    assert list(cv.index) == [k.id for k in CUDA]
+    for kid in ("K1", "K2", "K6"):
+        assert not cv.loc[kid, "flag"], (kid, cv.loc[kid, "explanation"])
+    for kid in ("K3", "K3c", "K4", "K5"):
+        assert cv.loc[kid, "flag"] and cv.loc[kid, "sass_lds_per_fma"] < cv.loc[kid, "counted_lds_per_fma"]
+        assert "LDS.128" in cv.loc[kid, "explanation"] and "broadcast" in cv.loc[kid, "explanation"]
+        assert cv.loc[kid, "ldg_ratio"] == 1.0
+    assert cv.loc["K3", "sass_lds_per_fma"] == 40 / 32
+
+
+# ------------------------------------------------------------------ a Triton twin
+
+
+@needs_cuobjdump
+def test_triton_ieee_twin_uses_ffma_not_tensor_cores(sass_cache):
+    pytest.importorskip("triton")
+    row = sass.kernel_sass(kernels.get("T5"), ARCH)
+    assert row["FFMA"] > 0 and row["HMMA"] == 0 and row["HGMMA"] == 0
+    assert row["loop_FFMA"] == 32 * 128 * 32 // 128  # the K6 tile: 32 outputs x 32 k-steps per thread
+    assert row["threads"] == 128 and row["registers"] > 0 and row["smem_bytes"] > 0
