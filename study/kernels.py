@@ -82,7 +82,8 @@ def _resolve(k: Kernel) -> Callable:
         ext = cuda_kernels.load()
         fn = getattr(ext, binding)
 
-        def launch(a, b, out, _fn=fn):
+        def launch(a, b, out, _fn=fn, _k=k):
+            check_cuda_operands(_k, a, b, out)
             _fn(a, b, out, 1.0, 0.0)
             return out
 
@@ -96,6 +97,31 @@ def _resolve(k: Kernel) -> Callable:
 
     _CACHE[k.id] = launch
     return launch
+
+
+def check_cuda_operands(k: Kernel, a, b, out) -> None:
+    """The host wrapper's checks, made in Python first so a bad call is a ValueError that names
+    the problem (the C++ wrapper repeats them as a backstop)."""
+    for name, t in (("a", a), ("b", b), ("out", out)):
+        if not t.is_cuda:
+            raise ValueError(f"{k.id}: {name} must be a CUDA tensor, got device {t.device}")
+        if str(t.dtype) != "torch.float32":
+            raise ValueError(f"{k.id}: {name} must be float32, got {t.dtype}")
+        if t.dim() != 2:
+            raise ValueError(f"{k.id}: {name} must be 2-D, got shape {tuple(t.shape)}")
+        if not t.is_contiguous():
+            raise ValueError(f"{k.id}: {name} must be contiguous (row-major), got strides {t.stride()}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"{k.id}: inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+    M, K = a.shape
+    N = b.shape[1]
+    if tuple(out.shape) != (M, N):
+        raise ValueError(f"{k.id}: out must be {M}x{N}, got {tuple(out.shape)}")
+    err = k.constraint_error(M, N, K)
+    if err:
+        raise ValueError(err)
+    if k.multiple_of != (1, 1, 1) and any(t.data_ptr() % 16 for t in (a, b, out)):
+        raise ValueError(f"{k.id} needs 16-byte aligned a, b and out (128-bit loads)")
 
 
 def _t(bm, bn, bk=32):
@@ -206,8 +232,8 @@ KERNELS: tuple[Kernel, ...] = (
     ),
     Kernel(
         "TA", "triton", "autotuned Triton SGEMM (ieee), keyed on (M, N, K)",
-        target="triton_kernels.ta_autotuned:matmul", source="triton_kernels/ta_autotuned.py",
-        symbol="autotuned_matmul_kernel",
+        target="triton_kernels.ta_autotuned:matmul", source="triton_kernels/tile.py",
+        symbol="tiled_matmul_kernel",
     ),
 )
 

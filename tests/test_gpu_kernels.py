@@ -55,7 +55,7 @@ def test_k6_refuses_unaligned_shapes_before_launch():
     a = torch.randn(64, 4097, device="cuda")
     b = torch.randn(4097, 64, device="cuda")
     out = torch.empty(64, 64, device="cuda")
-    with pytest.raises(RuntimeError, match="multiples of 4"):
+    with pytest.raises(ValueError, match="multiple of 4"):
         kernels.get("K6").launcher(a, b, out)
 
 
@@ -73,7 +73,7 @@ def test_cuda_wrappers_name_the_problem(bad):
         a, match = torch.randn(32, 64, device="cuda").t(), "contiguous"
     else:
         b, match = torch.randn(31, 48, device="cuda"), "inner"
-    with pytest.raises(RuntimeError, match=match):
+    with pytest.raises(ValueError, match=match):
         kernels.get("K3").launcher(a, b, out)
 
 
@@ -84,3 +84,33 @@ def test_baseline_is_plain_fp32():
     baseline.pin_fp32()
     err = bench.check(kernels.BASELINE.launcher, 2048, 2048, 2048)
     assert 1e-8 < err <= 1e-5  # TF32 would land near 3e-4
+
+
+PROBE = """
+import torch, cuda_kernels
+ext = cuda_kernels.load()
+a = torch.randn(64, 4097, device="cuda"); b = torch.randn(4097, 64, device="cuda")
+c = torch.empty(64, 64, device="cuda")
+for call in (lambda: ext.k6(a, b, c, 1.0, 0.0), lambda: ext.k3(a.double(), b, c, 1.0, 0.0)):
+    try:
+        call()
+        print("no error")
+    except RuntimeError as e:
+        print("RuntimeError:", str(e).splitlines()[0])
+"""
+
+
+@pytest.mark.gpu
+def test_cpp_host_wrappers_refuse_bad_operands():
+    """The C++ backstop, called directly, in a child process so a crash cannot take pytest down."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", PROBE], cwd=root, capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    lines = r.stdout.strip().splitlines()
+    assert "multiples of 4" in lines[0] and "float32" in lines[1], r.stdout
