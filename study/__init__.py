@@ -4,3 +4,5 @@ import os
 
 # cuBLAS reads this when it initialises: pin TF32 off before anything touches CUDA.
 os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+# FMA contraction is what turns a*b + c into FFMA; newer Triton warns unless it is said explicitly.
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")

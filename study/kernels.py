@@ -48,6 +48,7 @@ class Kernel:
     num_stages: int | None = None  # Triton software-pipelining depth
     multiple_of: tuple[int, int, int] = (1, 1, 1)  # alignment needed on (M, N, K)
     calibrates: str | None = None  # "ldg" or "lds": role in the exact price calibration
+    tuned: str | None = None  # "module:attr" of best_config(M, N, K) for an autotuned kernel
     notes: str = ""
     options: dict = field(default_factory=dict, hash=False, compare=False)
 
@@ -55,6 +56,13 @@ class Kernel:
     def launcher(self) -> Callable:
         """``launch(a, b, out)`` writing ``out = a @ b``; resolved on first use."""
         return _resolve(self)
+
+    def tuned_config(self, M: int, N: int, K: int) -> dict | None:
+        """The configuration an autotuned kernel picked for (M, N, K); None otherwise."""
+        if not self.tuned:
+            return None
+        module, attr = self.tuned.split(":")
+        return getattr(importlib.import_module(module), attr)(M, N, K)
 
     def constraint_error(self, M: int, N: int, K: int) -> str | None:
         """Why this kernel refuses (M, N, K), or None when it accepts the shape."""
@@ -181,6 +189,9 @@ KERNELS: tuple[Kernel, ...] = (
         target="triton_kernels.t1_naive:matmul", threads=128, tile=_t(32, 32, 1),
         source="triton_kernels/t1_naive.py", symbol="t1_naive_kernel", twin="K2", num_stages=1,
         options={"num_stages": 1},
+        notes="Triton has no way to say which thread owns which element, so K1's uncoalesced "
+        "mapping cannot be written; the compiler picks a lane-per-column layout (K2's) and "
+        "shared memory stays implicit.",
     ),
     Kernel(
         "T3", "triton", "twin of K3: 32x32x32 tile, 32 warps, unpipelined",
@@ -233,7 +244,7 @@ KERNELS: tuple[Kernel, ...] = (
     Kernel(
         "TA", "triton", "autotuned Triton SGEMM (ieee), keyed on (M, N, K)",
         target="triton_kernels.ta_autotuned:matmul", source="triton_kernels/tile.py",
-        symbol="tiled_matmul_kernel",
+        symbol="tiled_matmul_kernel", tuned="triton_kernels.ta_autotuned:best_config",
     ),
 )
 

@@ -910,16 +910,18 @@ def section_twins(run: Run) -> list[str]:
         ],
         rows,
     )
-    ta = main.get("TA")
-    if ta is not None:
+    tuned = [k for k in registry.KERNELS if k.tuned and k.id in main]
+    ta = main[tuned[0].id] if tuned else None
+    for k in tuned:
+        r = main[k.id]
         lines += [
-            f"Autotuned Triton (TA): {ta['gflops']:,.0f} GFLOP/s, {_pct(ta.get('pct_cublas'))} of cuBLAS; "
-            f"winning config: {_config_text(ta.get('config'))}.",
+            f"Autotuned Triton ({k.id}): {r['gflops']:,.0f} GFLOP/s, {_pct(r.get('pct_cublas'))} of cuBLAS; "
+            f"winning config: {_config_text(r.get('config'))}.",
             "",
         ]
-    t1 = registry.BY_ID.get("T1")
-    if t1 is not None:
-        lines += [f"T1 (twin of {t1.twin}): {t1.idea}." + (f" {t1.notes}" if t1.notes else ""), ""]
+    for k in registry.KERNELS:
+        if k.impl == "triton" and k.notes:
+            lines += [f"{k.id} (twin of {k.twin}): {k.idea}. {k.notes}", ""]
     lines += [
         f"**Finding:** unpipelined Triton twins run at {_ratio_range(unpiped)} the throughput of their CUDA "
         f"kernel, pipelined ones at {_ratio_range(piped)}"

@@ -33,6 +33,12 @@ CLOCK_COLUMNS = ["run_id", "experiment", "label", "kernel", "M", "N", "K", "t_s"
 
 
 def git_commit(root: Path | None = None) -> str:
+    """The checkout's commit (``+dirty`` with uncommitted changes to tracked files).
+
+    Where the tree travels without its .git (a copy on a GPU machine), ``SGEMM_COMMIT`` names it.
+    """
+    if os.environ.get("SGEMM_COMMIT"):
+        return os.environ["SGEMM_COMMIT"]
     root = root or Path(__file__).resolve().parent.parent
     try:
         sha = subprocess.run(
@@ -125,6 +131,21 @@ def done_keys(path: Path) -> set[tuple]:
         return set()
     df = pd.read_csv(path, dtype={"label": str})
     return {key_of(r) for r in df.to_dict("records")}
+
+
+def measured(path: Path) -> dict[tuple, dict]:
+    """(kernel, (M, N, K)) -> the measured part of a row already in ``path``, for reuse."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return {}
+    df = pd.read_csv(path, dtype={"label": str, "config": str})
+    memo = {}
+    for r in df.to_dict("records"):
+        shape = (int(r["M"]), int(r["N"]), int(r["K"]))
+        row = {c: ("" if pd.isna(r[c]) else r[c]) for c in MEASURED
+               if c in r and c not in ("experiment", "label")}
+        memo[(str(r["kernel"]), shape)] = {"row": row, "samples": [], "clocks_written": True}
+    return memo
 
 
 def key_of(row: dict) -> tuple:

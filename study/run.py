@@ -165,7 +165,6 @@ def without_gpu(args) -> int:
 
 def measure(args) -> int:
     import torch
-    from tqdm import tqdm
 
     from study import baseline, bench, results
     from study import gpu as gpu_mod
@@ -201,29 +200,24 @@ def measure(args) -> int:
         say(f"--resume: {len(plan) - len(todo)} of {len(plan)} measurements already in {rows_file.path}")
 
     flush = bench.L2Flush(gpu.l2_bytes)
-    memo: dict[tuple, dict] = {}  # one timing per (kernel, shape) in a run, shared by experiments
-    t0 = time.time()
-    bar = tqdm(todo, desc="measuring", unit="run", file=sys.stderr, dynamic_ncols=True)
-    for p, k in bar:
-        shape = experiments.shape_for(k, p)
-        bar.set_postfix_str(f"{p.experiment}:{p.label} {k.id} {shape[0]}x{shape[1]}x{shape[2]}")
-        if (k.id, shape) not in memo:
-            memo[(k.id, shape)] = measure_one(k, shape, gpu, flush, args.target_s, bench, torch, gpu_mod)
-        m = memo[(k.id, shape)]
-        row = {**m["row"], "experiment": p.experiment, "label": p.label, **prov,
-               "timestamp": results.timestamp()}
-        rows_file.append(row)
-        if m["samples"] and not m.get("clocks_written"):
-            clocks_file.append_many(
-                {"run_id": run_id, "experiment": p.experiment, "label": p.label, "kernel": k.id,
-                 "M": shape[0], "N": shape[1], "K": shape[2], "t_s": round(t, 4), "sm_clock_mhz": mhz}
-                for t, mhz in m["samples"]
-            )
-            m["clocks_written"] = True
+    peak = gpu.peak_gflops()
+
+    def measure_fn(k, shape):
+        return measure_one(k, shape, flush, args.target_s, bench, torch, gpu_mod)
+
+    def guard(k, shape, row):
         if k.impl == "cublas":  # TF32 must not leak into the denominator of every % of cuBLAS
             speed = gflops_of(shape, row["ms"]) if row["ms"] != "" else 0.0
-            baseline.guard(row["rel_err"], speed, gpu.peak_gflops())
-    bar.close()
+            baseline.guard(row["rel_err"], speed, peak)
+
+    t0 = time.time()
+    try:
+        run_plan(todo, measure_fn, rows_file, clocks_file, {**prov, "run_id": run_id}, guard)
+    except KeyboardInterrupt:
+        kept = len(results.done_keys(rows_file.path))
+        say(f"interrupted: the {kept} finished rows are kept in {rows_file.path}; "
+            "rerun with --resume to measure only the rest")
+        return 130
     say(f"measured {len(todo)} rows in {time.time() - t0:.0f} s -> {rows_file.path}")
 
     rows = results.read(rows_file.path)
@@ -252,6 +246,41 @@ def gflops_of(shape, ms) -> float:
     return ledgers.gflops(*shape, ms)
 
 
+def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -> None:
+    """Measure each (point, kernel) of ``todo``, appending its row the moment it is done.
+
+    ``measure_fn(kernel, shape) -> {"row": ..., "samples": [(t, MHz), ...]}``. A (kernel, shape)
+    that several experiments share is measured once and recorded under each of them, also
+    across a --resume (the rows already in ``rows_file`` count as measured).
+    """
+    from tqdm import tqdm
+
+    from study import results
+
+    memo = results.measured(rows_file.path)
+    bar = tqdm(todo, desc="measuring", unit="run", file=sys.stderr, dynamic_ncols=True)
+    for p, k in bar:
+        shape = experiments.shape_for(k, p)
+        bar.set_postfix_str(f"{p.experiment}:{p.label} {k.id} {shape[0]}x{shape[1]}x{shape[2]}")
+        if (k.id, shape) not in memo:
+            memo[(k.id, shape)] = measure_fn(k, shape)
+        m = memo[(k.id, shape)]
+        row = {**m["row"], "experiment": p.experiment, "label": p.label, **prov,
+               "timestamp": results.timestamp()}
+        rows_file.append(row)
+        if m["samples"] and not m.get("clocks_written"):
+            clocks_file.append_many(
+                {"run_id": prov.get("run_id", ""), "experiment": p.experiment, "label": p.label,
+                 "kernel": k.id, "M": shape[0], "N": shape[1], "K": shape[2], "t_s": round(t, 4),
+                 "sm_clock_mhz": mhz}
+                for t, mhz in m["samples"]
+            )
+            m["clocks_written"] = True
+        if guard:
+            guard(k, shape, row)
+    bar.close()
+
+
 def correctness_sweep(chosen, bench) -> dict[str, str]:
     """Every kernel on small odd shapes against float64 before anything is timed."""
     failed = {}
@@ -270,7 +299,7 @@ def correctness_sweep(chosen, bench) -> dict[str, str]:
     return failed
 
 
-def measure_one(k, shape, gpu, flush, target_s, bench, torch, gpu_mod) -> dict:
+def measure_one(k, shape, flush, target_s, bench, torch, gpu_mod) -> dict:
     M, N, K = shape
     launch = k.launcher
     rel_err = bench.check(launch, M, N, K, seed=M * 7 + N * 3 + K)
@@ -286,11 +315,8 @@ def measure_one(k, shape, gpu, flush, target_s, bench, torch, gpu_mod) -> dict:
     med_clock = clock.median()
     row.update(ms=t.ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, reps=t.reps,
                sm_clock_mhz=med_clock if med_clock is not None else "", clock_samples=len(clock.samples))
-    if k.id == "TA":
-        from triton_kernels import ta_autotuned
-
-        cfg = ta_autotuned.best_config(M, N, K)
-        row["config"] = json.dumps(cfg, sort_keys=True) if cfg else ""
+    cfg = k.tuned_config(M, N, K)
+    row["config"] = json.dumps(cfg, sort_keys=True) if cfg else ""
     return {"row": row, "samples": clock.samples}
 
 
