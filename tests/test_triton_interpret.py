@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# (M, N, K): a single element, odd sizes across tile edges, M = 1 (decode-like)
-SHAPES = [(1, 1, 1), (33, 65, 17), (67, 131, 97), (1, 70, 45)]
+# (M, N, K): a single element, odd sizes across tile edges, M = 1 (decode-like), and odd M, N
+# with K a multiple of 32 (EVEN_K: loads with no mask at all, edge rows/columns wrapped)
+SHAPES = [(1, 1, 1), (33, 65, 17), (67, 131, 97), (1, 70, 45), (37, 70, 64)]
 TOLERANCE = 1e-5  # relative Frobenius error against float64
 SEED = 1234
 TENSOR_CORE_OPS = {"HMMA", "HGMMA", "IMMA", "IGMMA", "DMMA", "QGMMA", "BMMA", "UTCHMMA", "UTCQMMA"}
@@ -56,16 +57,21 @@ def _interpreted_runs() -> list[dict]:
             err = float(torch.linalg.norm(out.double() - ref) / torch.linalg.norm(ref))
             rows.append(dict(id=kernel.id, shape=[M, N, K], err=err, seconds=seconds,
                              same_out=returned is out, nan=bool(torch.isnan(out).any())))
-    # strided operands: a transposed view of A and a column slice of B
-    from triton_kernels import t5_reg_tile_2d
+    # strided operands: a transposed view of A and a column slice of B, with a partial last
+    # K tile (K = 45) and with whole ones (K = 64, EVEN_K), through a twin and through TA
+    from triton_kernels import t5_reg_tile_2d, ta_autotuned
 
-    a = torch.randn(45, 37, generator=gen).t()  # 37 x 45, stride (1, 37)
-    b = torch.randn(45, 140, generator=gen)[:, 3:73]  # 45 x 70, stride (140, 1)
-    out = t5_reg_tile_2d.matmul(a, b, num_stages=3)
-    ref = a.double() @ b.double()
-    err = float(torch.linalg.norm(out.double() - ref) / torch.linalg.norm(ref))
-    rows.append(dict(id="T5p-strided", shape=[37, 70, 45], err=err, seconds=0.0, same_out=True,
-                     nan=bool(torch.isnan(out).any())))
+    for rid, K, launch in (("T5p-strided", 45, lambda a, b: t5_reg_tile_2d.matmul(a, b, num_stages=3)),
+                           ("T5-strided-even-k", 64, t5_reg_tile_2d.matmul),
+                           ("TA-strided", 45, ta_autotuned.matmul),
+                           ("TA-strided-even-k", 64, ta_autotuned.matmul)):
+        a = torch.randn(K, 37, generator=gen).t()  # 37 x K, stride (1, 37)
+        b = torch.randn(K, 140, generator=gen)[:, 3:73]  # K x 70, stride (140, 1)
+        out = launch(a, b)
+        ref = a.double() @ b.double()
+        err = float(torch.linalg.norm(out.double() - ref) / torch.linalg.norm(ref))
+        rows.append(dict(id=rid, shape=[37, 70, K], err=err, seconds=0.0, same_out=True,
+                         nan=bool(torch.isnan(out).any())))
     return rows
 
 
@@ -104,9 +110,11 @@ def test_interpreted_kernel_matches_float64(interpreted, kid, shape):
     assert r["err"] <= TOLERANCE, f"{kid} at {shape}: relative error {r['err']:.3e} > {TOLERANCE}"
 
 
-def test_interpreted_strided_operands(interpreted):
+@pytest.mark.parametrize("rid, K", [("T5p-strided", 45), ("T5-strided-even-k", 64), ("TA-strided", 45),
+                                    ("TA-strided-even-k", 64)])
+def test_interpreted_strided_operands(interpreted, rid, K):
     rows, wall = interpreted
-    r = rows[("T5p-strided", (37, 70, 45))]
+    r = rows[(rid, (37, 70, K))]
     assert not r["nan"] and r["err"] <= TOLERANCE, r
     assert wall < 120, f"interpreter runs took {wall:.0f} s"
 
@@ -138,12 +146,23 @@ def test_autotuned_space_is_pruned_per_shape():
     if len(ta.CONFIGS) == 1:
         pytest.skip("TRITON_INTERPRET=1 in this process: the space is reduced to one config")
     big = ta.candidates(4096, 4096, 4096)
-    assert 30 <= len(big) <= 60
+    assert 30 <= len(big) <= 45  # a tuning pass per shape must stay affordable
     assert all(ta.smem_bytes(ta.triton.Config(c, c["num_warps"], c["num_stages"])) <= ta.SMEM_BUDGET
                for c in big)
     assert all(c["BM"] <= 16 for c in ta.candidates(1, 4096, 4096))
     assert all(c["BM"] <= 32 for c in ta.candidates(32, 4096, 4096))
     assert any(c["BM"] == 128 and c["BN"] == 128 and c["num_warps"] == 8 for c in big)
+    # the first H200 winner at 4096^3 is in, and the space around it
+    tiles = {(c["BM"], c["BN"], c["BK"], c["num_warps"], c["num_stages"]) for c in big}
+    assert (64, 64, 64, 4, 3) in tiles
+    assert {(bm, bn) for bm, bn, _, w, _ in tiles if w == 4} >= {(64, 64), (64, 128), (128, 64)}
+    assert {bk for *_, bk, w, _ in tiles if w == 4} >= {32, 64, 128}
+    # small tiles only where 64x64 tiles would not fill the SMs; tiny problems tune little
+    assert all(c["BM"] * c["BN"] >= 64 * 64 for c in big)
+    assert any(c["BM"] * c["BN"] < 64 * 64 for c in ta.candidates(1024, 1024, 1024))
+    assert len(ta.candidates(1024, 1024, 1024)) <= 45
+    assert 1 <= len(ta.candidates(67, 131, 97)) <= ta.TINY_KEEP
+    assert len(ta.candidates(1, 1, 1)) >= 1
     assert ta.best_config(12345, 1, 1) is None
     # a tuning result as the autotuner stores it: (M, N, K, dtype of each tensor) -> Config
     key = (12345, 1, 1, "torch.float32", "torch.float32", "torch.float32")
@@ -153,8 +172,22 @@ def test_autotuned_space_is_pruned_per_shape():
         spec = ta.aot_spec(shape=(12345, 1, 1))
         assert spec.args["BM"] == ta.CONFIGS[0].kwargs["BM"]
         assert spec.num_warps == ta.CONFIGS[0].num_warps
+        assert spec.args["EVEN_K"] is False  # K = 1: a partial K tile
     finally:
         del ta.autotuned_matmul_kernel.cache[key]
+    assert ta.aot_spec().args["EVEN_K"] is True  # 4096 % BK == 0
+
+
+def test_autotuned_kernel_is_the_tile_kernel():
+    """TA tunes the twins' kernel itself, not a copy: one source, one SASS symbol."""
+    from triton_kernels import ta_autotuned as ta
+    from triton_kernels import tile
+    from triton_kernels.aot import _jit_function
+
+    if len(ta.CONFIGS) == 1:
+        pytest.skip("TRITON_INTERPRET=1 in this process: kernels are not JITFunctions")
+    assert _jit_function(ta.autotuned_matmul_kernel) is tile.tiled_matmul_kernel
+    assert "EVEN_K" in tile.tiled_matmul_kernel.arg_names
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,6 +212,36 @@ def test_aot_sm90_t5_is_ffma_without_tensor_cores():
     # HFMA2.MMA is a plain FMA issued on another pipe (ptxas uses it to move constants)
     tensor_core = [o for o in ops if o.split(".")[0] in TENSOR_CORE_OPS]
     assert not tensor_core, f"tensor-core instructions in an ieee FP32 kernel: {set(tensor_core)}"
+
+
+@pytest.mark.parametrize("kid", ["T5", "T5p", "TA"])
+def test_aot_sm90_tile_kernel_loop_is_ffma_with_128_bit_global_loads(kid):
+    """The shared kernel at 4096^3: FFMA only, and unmasked (wrapped, EVEN_K) 128-bit loads."""
+    from study import sass as study_sass
+    from study.kernels import get
+    from triton_kernels.aot import compile_sass_target, find_cuobjdump
+
+    k = compile_sass_target(kid, arch=90)
+    assert k.name == get(kid).symbol == "tiled_matmul_kernel"
+    if find_cuobjdump() is None:
+        pytest.skip("cuobjdump not found (Triton wheel, PATH, CUDA_HOME): SASS not checked")
+    assert k.n_spills == 0
+    instrs = study_sass.parse_sass(k.sass())[k.name]
+    tensor_core = {i.opcode for i in instrs if i.base in TENSOR_CORE_OPS}
+    assert not tensor_core, f"tensor-core instructions in an ieee FP32 kernel: {tensor_core}"
+    loop = study_sass.main_loop(instrs)
+    assert sum(i.base == "FFMA" for i in loop) >= 1024
+    global_loads = [i for i in loop if i.base in ("LDG", "LDGSTS")]
+    assert global_loads and all("128" in i.mods for i in global_loads), {i.opcode for i in global_loads}
+    # The A/B loads carry no M/N/K mask: no per-load predicate is computed in the loop. A
+    # masked load is a guarded LDG (@P2 LDG) or an LDGSTS whose last operand (ignore-source)
+    # is its own mask; what may remain is one predicate shared by every copy: the pipeline's
+    # "this prefetch is still inside K".
+    guards = {i.pred for i in global_loads if i.base == "LDG"}
+    guards |= {m.group(1) for i in global_loads if i.base == "LDGSTS"
+               for m in [re.search(r",\s*(!?U?P\w+)\s*$", i.operands)] if m}
+    guards.discard("")
+    assert len(guards) <= 1, f"per-load masks in the main loop: {sorted(guards)}"
 
 
 @pytest.mark.parametrize("module", ["t1_naive", "t5_reg_tile_2d", "ta_autotuned"])

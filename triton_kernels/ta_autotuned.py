@@ -1,11 +1,43 @@
 """TA: an autotuned Triton SGEMM, exact FP32 (``input_precision="ieee"``), keyed on (M, N, K).
 
 The twins T3..T5 pin the CUDA kernels' block tiles; TA asks what Triton reaches when it may
-pick the tile too. The space is real -- block tiles 32..256 (16 rows for decode-sized M),
-K tiles 16..64, 2..8 warps, 1..5 pipeline stages, grouped program order -- but pruned per
-shape so a tuning pass stays affordable (about 30-40 candidates for a large problem, a
-handful for a small M): candidates whose pipeline buffers do not fit in shared memory go,
-and block tiles much taller/wider than the matrix go.
+pick the tile too. It is the twins' kernel, :func:`triton_kernels.tile.tiled_matmul_kernel`,
+wrapped in ``triton.autotune`` (and ``triton.heuristics`` for ``EVEN_K``) with grouped
+program order (``GROUP_M`` = 8) -- not a copy of it, so both read the same source and the
+SASS symbol is ``tiled_matmul_kernel`` for all of them.
+
+Why the space is what it is. With ``input_precision="ieee"`` the dot is plain FFMA on the
+CUDA cores, not tensor cores, so the levers are those of a hand-written SGEMM: outputs per
+thread (FFMAs per shared-memory load), registers (they cap the resident blocks), pipeline
+depth (shared memory, which caps them too) and enough blocks to fill the 132 SMs. On the
+H200 the first measurement at 4096^3 was won by 64x64x64, 4 warps, 3 stages: 3.115 ms,
+44.1 TFLOP/s, 86% of cuBLAS FP32 (2.686 ms, 51.2 TFLOP/s); the twins' tile 32x128x32
+pipelined (T5p) reached 41.2. Compiled for sm_90 (Triton 3.6) that winner has 32 outputs
+per thread, 128 registers and 64 KB of buffers: 3 blocks (12 warps) per SM, ~88% of its
+main loop FFMA. So the space is centred there:
+
+* 4 warps on 64x64, 64x128 and 128x64 tiles, BK 32..128, 2..5 stages. 64x128 and 128x64
+  hold 64 outputs per thread (~17% fewer shared loads per FFMA) at ~168 registers with
+  BK 32, still 3 blocks per SM. Deeper K or pipelines are kept only where they leave at
+  least 2 blocks per SM: one 4-warp block alone on an SM cannot hide its load latency.
+  BK 128 unrolls 4096..8192 FFMAs into the loop body, so only one such point per tile.
+* 8 warps on 128x128, BK 16..32 (and one BK 64), 2..5 stages: 64 outputs per thread at
+  ~190 registers, one block per SM -- the cuBLAS-like shape; and 8 warps on its halves
+  64x128 / 128x64 (32 outputs per thread, 2 blocks per SM).
+* A few register-heavy points: 128 outputs per thread (128x128 on 4 warps, 128x256 /
+  256x128 on 8 warps; the fewest shared loads per FFMA, at 255 registers), 64x256 / 256x64
+  on 8 warps, 64x64 on 2 warps, and 32x256 for short wide problems.
+* Small tiles (fewer than 64x64 outputs) for problems too small to fill the SMs with 64x64
+  tiles, and 16-row tiles (the smallest ``tl.dot`` accepts) for decode-sized M.
+
+The space is pruned per shape (:func:`prune`) because a tuning pass compiles and times every
+candidate, once per shape, and the study's default run -- about 8 shapes plus its small
+correctness shapes -- must finish within 10 minutes: 38 candidates for a large square problem (43
+at 1024^3, where small tiles are kept), 7 for M = 32, 5 for M = 1, 4 for a tiny problem.
+Candidates go when their pipeline buffers do not fit in shared memory, when their block
+tile is much taller/wider than the matrix, when they are small tiles on a problem that
+64x64 tiles already spread over the SMs several times over, or 16-row tiles on a problem
+with more than 16 rows; a problem under 2^24 multiply-adds keeps only its 4 smallest tiles.
 
 Tuning happens on the first call for each (M, N, K) and is remembered for the process;
 :func:`best_config` reads the winner back. Under ``TRITON_INTERPRET=1`` (CPU interpreter,
@@ -15,9 +47,8 @@ for tests) the space shrinks to one small configuration: benchmarking there mean
 from __future__ import annotations
 
 import triton
-import triton.language as tl
 
-from triton_kernels.tile import check_operands, interpreting
+from triton_kernels.tile import check_operands, even_k, interpreting, tiled_matmul_kernel
 
 # --------------------------------------------------------------------------------------------
 # Configuration space
@@ -25,23 +56,39 @@ from triton_kernels.tile import check_operands, interpreting
 
 GROUP_M = 8  # tile rows that walk the N tiles together (L2 reuse of B panels)
 SMEM_BUDGET = 200 * 1024  # bytes of pipeline buffers a candidate may ask for (H200: 227 KB per block)
+# Small tiles (BM * BN below this) are tried only where 64x64 tiles make fewer than
+# SMALL_TILE_BELOW blocks: about 4 waves on the H200's 132 SMs.
+SMALL_TILE_AREA = 64 * 64
+SMALL_TILE_BELOW = 512
+# Problems under TINY_MACS multiply-adds take a few microseconds whatever the tile: tuning
+# them only costs compiles, so they get the TINY_KEEP smallest tiles that survive pruning.
+TINY_MACS = 2**24
+TINY_KEEP = 4
 
 # (BM, BN, BK, num_warps, num_stages)
 _SPACE = (
-    # large tiles, 8 warps: many outputs per thread, the FFMA-bound end
-    (128, 128, 32, 8, 3), (128, 128, 32, 8, 4), (128, 128, 16, 8, 3), (128, 128, 16, 8, 4),
-    (128, 128, 64, 8, 2), (128, 128, 64, 8, 3),
-    (128, 256, 16, 8, 3), (128, 256, 32, 8, 3), (256, 128, 16, 8, 3), (256, 128, 32, 8, 3),
-    (64, 256, 32, 8, 3), (64, 256, 32, 8, 4), (256, 64, 32, 8, 3), (256, 64, 32, 8, 4),
-    (128, 64, 32, 8, 3), (64, 128, 32, 8, 3),
-    # medium tiles, 4 warps
-    (128, 128, 32, 4, 3), (128, 128, 16, 4, 4),
-    (64, 128, 32, 4, 3), (64, 128, 32, 4, 4), (64, 128, 16, 4, 5),
-    (128, 64, 32, 4, 3), (128, 64, 32, 4, 4), (128, 64, 16, 4, 5),
-    (64, 64, 32, 4, 3), (64, 64, 32, 4, 4), (64, 64, 64, 4, 3), (64, 64, 16, 4, 5),
-    (64, 64, 32, 2, 4),
-    # small tiles: short or narrow problems, more blocks for the SMs
-    (32, 64, 32, 2, 4), (32, 128, 32, 4, 4), (32, 256, 32, 4, 3), (32, 64, 64, 2, 3),
+    # 4 warps, 64x64: the first H200 winner (64x64x64, 3 stages) and its neighbours
+    (64, 64, 32, 4, 3), (64, 64, 32, 4, 4), (64, 64, 32, 4, 5),
+    (64, 64, 64, 4, 2), (64, 64, 64, 4, 3), (64, 64, 64, 4, 4),
+    (64, 64, 128, 4, 2),
+    # 4 warps, 64x128 and 128x64: 64 outputs per thread
+    (64, 128, 32, 4, 3), (64, 128, 32, 4, 4), (64, 128, 32, 4, 5),
+    (64, 128, 64, 4, 2), (64, 128, 64, 4, 3), (64, 128, 128, 4, 2),
+    (128, 64, 32, 4, 3), (128, 64, 32, 4, 4), (128, 64, 32, 4, 5),
+    (128, 64, 64, 4, 2), (128, 64, 64, 4, 3), (128, 64, 128, 4, 2),
+    # 8 warps, 128x128: 64 outputs per thread, one block per SM
+    (128, 128, 16, 8, 3), (128, 128, 16, 8, 4), (128, 128, 16, 8, 5),
+    (128, 128, 32, 8, 2), (128, 128, 32, 8, 3), (128, 128, 32, 8, 4),
+    (128, 128, 64, 8, 2),
+    # 8 warps on half that tile: 32 outputs per thread, two blocks per SM
+    (64, 128, 32, 8, 3), (128, 64, 32, 8, 3),
+    # 128 outputs per thread: fewest shared loads per FFMA, 255 registers
+    (128, 128, 16, 4, 4), (128, 128, 32, 4, 3),
+    (128, 256, 16, 8, 3), (256, 128, 16, 8, 3), (64, 256, 32, 8, 3), (256, 64, 32, 8, 3),
+    # 2 warps on 64x64 (64 outputs per thread), and a wide 32-row tile for short problems
+    (64, 64, 32, 2, 4), (32, 256, 32, 4, 3),
+    # small tiles: problems too small to fill the SMs with 64x64 tiles
+    (32, 128, 32, 4, 3), (32, 128, 32, 4, 4), (32, 64, 32, 2, 4), (32, 64, 64, 2, 3),
     (64, 32, 32, 2, 4), (32, 32, 32, 2, 4), (32, 32, 64, 2, 3),
     # decode-sized M: 16-row tiles (the smallest tl.dot accepts)
     (16, 64, 64, 2, 4), (16, 128, 32, 4, 4), (16, 128, 64, 4, 3), (16, 256, 32, 4, 3),
@@ -69,9 +116,15 @@ def _fits_extent(tile: int, extent: int, floor: int) -> bool:
     return tile <= max(floor, triton.next_power_of_2(extent))
 
 
+def _small_tiles_pay(M: int, N: int) -> bool:
+    """Whether tiles smaller than 64x64 may win: 64x64 tiles leave the SMs short of blocks."""
+    return triton.cdiv(M, 64) * triton.cdiv(N, 64) < SMALL_TILE_BELOW
+
+
 def prune(configs, named_args, **kwargs):
     """Drop candidates that cannot fit or cannot pay for this (M, N, K)."""
     M, N, K = named_args["M"], named_args["N"], named_args["K"]
+    small_ok = _small_tiles_pay(M, N)
     kept = [
         c for c in configs
         if smem_bytes(c) <= SMEM_BUDGET
@@ -80,64 +133,31 @@ def prune(configs, named_args, **kwargs):
         and _fits_extent(c.kwargs["BK"], K, 16)
         # 16-row tiles only where the problem is decode-sized
         and (c.kwargs["BM"] > 16 or M <= 16)
+        and (small_ok or c.kwargs["BM"] * c.kwargs["BN"] >= SMALL_TILE_AREA)
     ]
+    def area(c):
+        return c.kwargs["BM"] * c.kwargs["BN"]
+
+    if M * N * K < TINY_MACS:
+        kept = sorted(kept, key=area)[:TINY_KEEP]  # a stable sort: listing order breaks ties
     # never return nothing: fall back to the smallest tiles
-    return kept or sorted(configs, key=lambda c: c.kwargs["BM"] * c.kwargs["BN"])[:2]
+    return kept or sorted(configs, key=area)[:2]
 
 
 CONFIGS = [_config(*c) for c in (_INTERPRET_SPACE if interpreting() else _SPACE)]
-# Used for ahead-of-time compilation when no tuning result is at hand.
-DEFAULT_CONFIG = {"BM": 128, "BN": 128, "BK": 32, "GROUP_M": GROUP_M, "num_warps": 8, "num_stages": 3}
+# Used for ahead-of-time compilation when no tuning result is at hand: the H200's 4096^3 winner.
+DEFAULT_CONFIG = {"BM": 64, "BN": 64, "BK": 64, "GROUP_M": GROUP_M, "num_warps": 4, "num_stages": 3}
 
 
 # --------------------------------------------------------------------------------------------
-# Kernel
+# Kernel: the one of tile.py, tuned
 # --------------------------------------------------------------------------------------------
 
-
-@triton.autotune(configs=CONFIGS, key=["M", "N", "K"], prune_configs_by={"early_config_prune": prune})
-@triton.jit
-def autotuned_matmul_kernel(
-    # pointers
-    a_ptr, b_ptr, c_ptr,
-    # sizes
-    M, N, K,
-    # strides (in elements)
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    # meta-parameters
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-):
-    """C[M, N] = A[M, K] @ B[K, N] in FP32; one program per BM x BN tile, grouped order."""
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BM)
-    num_pid_n = tl.cdiv(N, BN)
-    # GROUP_M consecutive programs take GROUP_M tile rows of one tile column: B stays in L2
-    group_size = GROUP_M * num_pid_n
-    first_m = (pid // group_size) * GROUP_M
-    rows = min(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % group_size) % rows
-    pid_n = (pid % group_size) // rows
-
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    in_m = rm[:, None] < M
-    in_n = rn[None, :] < N
-
-    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, tl.cdiv(K, BK)):
-        k_left = K - k0 * BK  # the last K tile may be partial: masked lanes read 0
-        a = tl.load(a_ptrs, mask=in_m & (rk[None, :] < k_left), other=0.0)
-        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & in_n, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision="ieee")
-        a_ptrs += BK * stride_ak
-        b_ptrs += BK * stride_bk
-
-    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c_ptrs, acc, mask=in_m & in_n)
-
+# The Autotuner keeps its own cache of winners per key; compiled binaries stay in the
+# JITFunction's cache, shared with the twins' launches (they differ in BM/BN/BK/GROUP_M).
+autotuned_matmul_kernel = triton.autotune(
+    configs=CONFIGS, key=["M", "N", "K"], prune_configs_by={"early_config_prune": prune},
+)(triton.heuristics({"EVEN_K": lambda args: even_k(args["K"], args["BK"])})(tiled_matmul_kernel))
 
 kernel = autotuned_matmul_kernel
 
@@ -194,7 +214,8 @@ def aot_spec(num_stages: int | None = None, shape: tuple[int, int, int] | None =
     """Kernel, arguments and options for :func:`triton_kernels.aot.compile_sass_target`.
 
     ``config`` defaults to the tuned winner for ``shape`` (4096^3) when this process has one,
-    else to :data:`DEFAULT_CONFIG`; ``num_stages`` overrides the config's.
+    else to :data:`DEFAULT_CONFIG`; ``num_stages`` overrides the config's. ``EVEN_K`` follows
+    from ``shape`` as the heuristic sets it at run time.
     """
     from triton_kernels.aot import DEFAULT_SHAPE, matmul_spec
 
@@ -202,6 +223,7 @@ def aot_spec(num_stages: int | None = None, shape: tuple[int, int, int] | None =
     cfg = dict(config or best_config(*shape) or DEFAULT_CONFIG)
     meta = {k: cfg[k] for k in ("BM", "BN", "BK")}
     meta["GROUP_M"] = cfg.get("GROUP_M", GROUP_M)
+    meta["EVEN_K"] = even_k(shape[2], meta["BK"])
     stages = num_stages if num_stages is not None else cfg.get("num_stages", 3)
     return matmul_spec(autotuned_matmul_kernel, meta, num_warps=cfg.get("num_warps", 4),
                        num_stages=stages, shape=shape)

@@ -1,11 +1,19 @@
-"""The one tiled FP32 matmul kernel behind the Triton twins T3, T3c, T4 and T5.
+"""The one tiled FP32 matmul kernel behind the Triton twins T3, T3c, T4, T5 and TA.
 
 Each twin fixes the block tile (BM x BN x BK) and the number of warps of the CUDA kernel it
 mirrors; everything inside the tile (which thread owns which outputs, vector widths, the
 shared-memory staging of the operands, the software pipeline when ``num_stages > 1``) is
 chosen by the Triton compiler. ``tl.dot(..., input_precision="ieee")`` keeps the product
 exact FP32 (FFMA, never TF32 tensor cores), so the comparison with the CUDA kernels is
-about who writes the code inside the tile, not about the arithmetic.
+about who writes the code inside the tile, not about the arithmetic. TA
+(:mod:`triton_kernels.ta_autotuned`) wraps this same kernel in ``triton.autotune``.
+
+Edges. A tile that hangs over the bottom or right edge of C loads rows ``rm % M`` and columns
+``rn % N``: valid rows and columns again, so the A and B loads carry no M/N mask and the
+main loop no per-element predicates; the masked store drops those lanes' results. K is
+masked only where ``EVEN_K`` is false (the launcher sets it when ``K % BK == 0``), so the
+common aligned case loads whole tiles unpredicated. Neither changes a stored result: each
+output still sums the same products, in the same order, as with masked loads.
 
 Reads top to bottom: configuration, the ``@triton.jit`` kernel, the launcher.
 """
@@ -28,6 +36,11 @@ ROW_MAJOR = 1
 MAX_ELEMENTS = 2**31 - 1
 
 
+def even_k(K: int, BK: int) -> bool:
+    """The kernel's ``EVEN_K``: every K tile is whole, so its loads need no mask."""
+    return K % BK == 0
+
+
 def interpreting() -> bool:
     """True when Triton runs kernels on the CPU interpreter (``TRITON_INTERPRET=1``)."""
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
@@ -48,6 +61,7 @@ def tiled_matmul_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     # meta-parameters
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr,  # K % BK == 0: no K tile is partial, loads need no mask at all
 ):
     """C[M, N] = A[M, K] @ B[K, N] in FP32; one program computes one BM x BN tile of C."""
     pid = tl.program_id(0)
@@ -68,22 +82,32 @@ def tiled_matmul_kernel(
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
-    in_m = rm[:, None] < M
-    in_n = rn[None, :] < N
+    # Rows/columns past the edge of C wrap onto valid ones: their loads stay in bounds with no
+    # mask, and their results are dropped by the masked store. No contiguity hint is added:
+    # Triton's own analysis of `x % N` already proves runs of 16 when N % 16 == 0 (128-bit
+    # loads, as with masks), while a max_contiguous(BN) hint would be false across the wrap
+    # and, for a strided view with N % 4 != 0, would turn wrapped lanes into misaligned
+    # 128-bit loads.
+    rm_load = rm % M
+    rn_load = rn % N
 
-    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    a_ptrs = a_ptr + rm_load[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn_load[None, :] * stride_bn
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, tl.cdiv(K, BK)):
-        k_left = K - k0 * BK  # the last K tile may be partial: masked lanes read 0
-        a = tl.load(a_ptrs, mask=in_m & (rk[None, :] < k_left), other=0.0)
-        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & in_n, other=0.0)
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            k_left = K - k0 * BK  # the last K tile is partial: masked lanes read 0
+            a = tl.load(a_ptrs, mask=rk[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=rk[:, None] < k_left, other=0.0)
         acc = tl.dot(a, b, acc, input_precision="ieee")
         a_ptrs += BK * stride_ak
         b_ptrs += BK * stride_bk
 
     c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c_ptrs, acc, mask=in_m & in_n)
+    tl.store(c_ptrs, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,7 +172,7 @@ def launch_tiled(a, b, out, BM: int, BN: int, BK: int, num_warps: int, num_stage
         a, b, out,
         M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-        BM=BM, BN=BN, BK=BK, GROUP_M=group_m,
+        BM=BM, BN=BN, BK=BK, GROUP_M=group_m, EVEN_K=even_k(K, BK),
         num_warps=num_warps, num_stages=num_stages,
     )
     return out
@@ -157,7 +181,9 @@ def launch_tiled(a, b, out, BM: int, BN: int, BK: int, num_warps: int, num_stage
 def aot_spec(*, BM: int, BN: int, BK: int, num_warps: int, num_stages: int,
              shape: tuple[int, int, int] | None = None, group_m: int = ROW_MAJOR):
     """What :mod:`triton_kernels.aot` needs to compile this kernel for one tile, with no GPU."""
-    from triton_kernels.aot import matmul_spec
+    from triton_kernels.aot import DEFAULT_SHAPE, matmul_spec
 
-    return matmul_spec(tiled_matmul_kernel, dict(BM=BM, BN=BN, BK=BK, GROUP_M=group_m),
-                       num_warps=num_warps, num_stages=num_stages, shape=shape)
+    K = (shape or DEFAULT_SHAPE)[2]
+    meta = dict(BM=BM, BN=BN, BK=BK, GROUP_M=group_m, EVEN_K=even_k(K, BK))
+    return matmul_spec(tiled_matmul_kernel, meta, num_warps=num_warps, num_stages=num_stages,
+                       shape=shape)
