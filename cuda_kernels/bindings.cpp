@@ -1,5 +1,9 @@
 // Python bindings for the SGEMM study kernels: thin wrappers that check their tensors,
 // launch on the current CUDA stream and check the launch.
+//
+// A failed check is *returned* as a message (empty string: success) rather than thrown: on
+// some torch/compiler pairings a C++ exception crossing into Python crashes the interpreter,
+// and a bad argument must be a readable error, never a crash. The Python side raises it.
 #include <torch/extension.h>
 
 #include <c10/cuda/CUDAStream.h>
@@ -14,6 +18,12 @@
 
 namespace {
 
+// Return a message naming the problem from the enclosing function when `cond` is false.
+#define REQUIRE(cond, ...)                                   \
+    do {                                                     \
+        if (!(cond)) return c10::str(__VA_ARGS__);           \
+    } while (0)
+
 using Launch = void (*)(int, int, int, float, const float *, const float *, float, float *,
                         cudaStream_t);
 
@@ -21,13 +31,11 @@ struct KernelEntry {
     const char *name;      // binding name, as in study/kernels.py ("cuda:k3c")
     const char *symbol;    // kernel name in SASS
     Launch launch;
-    const void *(*entry)();
-    int (*threads)();
     bool vec4;             // 128-bit loads: N, K multiples of 4, 16-byte aligned pointers
 };
 
 #define SGEMM_ENTRY(name, sym, vec4) \
-    KernelEntry { name, #sym, launch_##sym, symbol_##sym, threads_##sym, vec4 }
+    KernelEntry { name, #sym, launch_##sym, vec4 }
 
 const KernelEntry kKernels[] = {
     SGEMM_ENTRY("k1", k1_naive, false),
@@ -39,26 +47,18 @@ const KernelEntry kKernels[] = {
     SGEMM_ENTRY("k6", k6_vectorized, true),
 };
 
-const KernelEntry &find_kernel(const std::string &name) {
-    std::string known;
-    for (const auto &k : kKernels) {
-        if (name == k.name) return k;
-        known += known.empty() ? k.name : std::string(", ") + k.name;
-    }
-    TORCH_CHECK(false, "unknown CUDA kernel '", name, "'; known: ", known);
-}
-
-void check_operand(const at::Tensor &t, const char *what, const char *kernel) {
-    TORCH_CHECK(t.is_cuda(), kernel, ": ", what, " must be a CUDA tensor, got device ",
+std::string check_operand(const at::Tensor &t, const char *what, const char *kernel) {
+    REQUIRE(t.is_cuda(), kernel, ": ", what, " must be a CUDA tensor, got device ",
                 t.device());
-    TORCH_CHECK(t.scalar_type() == at::kFloat, kernel, ": ", what,
+    REQUIRE(t.scalar_type() == at::kFloat, kernel, ": ", what,
                 " must be float32, got ", t.scalar_type());
-    TORCH_CHECK(t.dim() == 2, kernel, ": ", what, " must be 2-D, got ", t.dim(),
+    REQUIRE(t.dim() == 2, kernel, ": ", what, " must be 2-D, got ", t.dim(),
                 "-D with shape ", t.sizes());
-    TORCH_CHECK(t.is_contiguous(), kernel, ": ", what,
+    REQUIRE(t.is_contiguous(), kernel, ": ", what,
                 " must be contiguous (row-major), got strides ", t.strides());
-    TORCH_CHECK(t.numel() <= INT_MAX, kernel, ": ", what, " has ", t.numel(),
+    REQUIRE(t.numel() <= INT_MAX, kernel, ": ", what, " has ", t.numel(),
                 " elements; the kernels index with 32-bit int (at most ", INT_MAX, ")");
+    return "";
 }
 
 bool overlaps(const at::Tensor &x, const at::Tensor &y) {
@@ -70,32 +70,34 @@ bool overlaps(const at::Tensor &x, const at::Tensor &y) {
 }
 
 // c = alpha * a @ b + beta * c, written in place on the current stream.
-void run(const KernelEntry &k, const at::Tensor &a, const at::Tensor &b, const at::Tensor &c,
-         double alpha, double beta) {
+std::string run(const KernelEntry &k, const at::Tensor &a, const at::Tensor &b,
+                const at::Tensor &c, double alpha, double beta) {
     const char *kn = k.name;
-    check_operand(a, "a", kn);
-    check_operand(b, "b", kn);
-    check_operand(c, "c (output)", kn);
-    TORCH_CHECK(a.device() == b.device() && a.device() == c.device(), kn,
+    for (const auto &[t, what] : {std::pair<const at::Tensor *, const char *>{&a, "a"},
+                                  {&b, "b"}, {&c, "c (output)"}}) {
+        const std::string problem = check_operand(*t, what, kn);
+        if (!problem.empty()) return problem;
+    }
+    REQUIRE(a.device() == b.device() && a.device() == c.device(), kn,
                 ": a, b and c must be on the same device, got ", a.device(), ", ",
                 b.device(), ", ", c.device());
 
     const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
-    TORCH_CHECK(a.size(1) == b.size(0), kn, ": inner dimensions differ: a is MxK = ",
+    REQUIRE(a.size(1) == b.size(0), kn, ": inner dimensions differ: a is MxK = ",
                 a.size(0), "x", a.size(1), ", b is KxN = ", b.size(0), "x", b.size(1),
                 " (a.size(1) must equal b.size(0))");
-    TORCH_CHECK(c.size(0) == M && c.size(1) == N, kn, ": c must be MxN = ", M, "x", N,
+    REQUIRE(c.size(0) == M && c.size(1) == N, kn, ": c must be MxN = ", M, "x", N,
                 ", got ", c.size(0), "x", c.size(1));
-    TORCH_CHECK(M >= 1 && N >= 1 && K >= 1, kn, ": M, N, K must all be >= 1, got M=", M,
+    REQUIRE(M >= 1 && N >= 1 && K >= 1, kn, ": M, N, K must all be >= 1, got M=", M,
                 ", N=", N, ", K=", K);
-    TORCH_CHECK(!overlaps(c, a) && !overlaps(c, b), kn,
+    REQUIRE(!overlaps(c, a) && !overlaps(c, b), kn,
                 ": c must not share memory with a or b (the kernels read a, b as __restrict__)");
     if (k.vec4) {
-        TORCH_CHECK(N % 4 == 0 && K % 4 == 0,
+        REQUIRE(N % 4 == 0 && K % 4 == 0,
                     "K6 needs N and K to be multiples of 4 (128-bit loads); got N=", N,
                     ", K=", K);
         for (const at::Tensor *t : {&a, &b, &c}) {
-            TORCH_CHECK(reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 == 0,
+            REQUIRE(reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 == 0,
                         "K6 needs 16-byte aligned a, b, c (128-bit loads); a tensor starts at ",
                         t->data_ptr(), " (storage offset ", t->storage_offset(), ")");
         }
@@ -107,33 +109,9 @@ void run(const KernelEntry &k, const at::Tensor &a, const at::Tensor &b, const a
              static_cast<float>(alpha), a.data_ptr<float>(), b.data_ptr<float>(),
              static_cast<float>(beta), c.data_ptr<float>(), stream);
     const cudaError_t err = cudaGetLastError();
-    TORCH_CHECK(err == cudaSuccess, kn, " (", k.symbol, ") launch failed for M=", M,
+    REQUIRE(err == cudaSuccess, kn, " (", k.symbol, ") launch failed for M=", M,
                 ", N=", N, ", K=", K, ": ", cudaGetErrorString(err));
-}
-
-py::dict attributes(const std::string &name) {
-    const KernelEntry &k = find_kernel(name);
-    cudaFuncAttributes attr{};
-    const cudaError_t err = cudaFuncGetAttributes(&attr, k.entry());
-    TORCH_CHECK(err == cudaSuccess, "cudaFuncGetAttributes(", k.symbol,
-                ") failed: ", cudaGetErrorString(err));
-    py::dict d;
-    d["registers"] = attr.numRegs;
-    d["smem_bytes"] = static_cast<int64_t>(attr.sharedSizeBytes);
-    d["local_bytes"] = static_cast<int64_t>(attr.localSizeBytes);
-    d["max_threads_per_block"] = attr.maxThreadsPerBlock;
-    d["threads"] = k.threads();
-    return d;
-}
-
-int max_active_blocks(const std::string &name) {
-    const KernelEntry &k = find_kernel(name);
-    int blocks = 0;
-    const cudaError_t err =
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.entry(), k.threads(), 0);
-    TORCH_CHECK(err == cudaSuccess, "cudaOccupancyMaxActiveBlocksPerMultiprocessor(",
-                k.symbol, ") failed: ", cudaGetErrorString(err));
-    return blocks;
+    return "";
 }
 
 }  // namespace
@@ -145,16 +123,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         m.def(
             k.name,
             [entry](const at::Tensor &a, const at::Tensor &b, const at::Tensor &c, double alpha,
-                    double beta) { run(*entry, a, b, c, alpha, beta); },
+                    double beta) { return run(*entry, a, b, c, alpha, beta); },
             (std::string("c = alpha * a @ b + beta * c with ") + k.symbol +
-             ", in place on the current CUDA stream")
+             ", in place on the current CUDA stream; returns \"\" or what is wrong")
                 .c_str(),
             py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha") = 1.0,
             py::arg("beta") = 0.0);
     }
-    m.def("attributes", &attributes, py::arg("name"),
-          "registers, smem_bytes (static), local_bytes, max_threads_per_block and threads "
-          "(per block at launch) of a kernel, by binding name");
-    m.def("max_active_blocks", &max_active_blocks, py::arg("name"),
-          "resident blocks per SM at the kernel's launch size, 0 dynamic shared memory");
 }

@@ -1,8 +1,8 @@
 // Shared declarations for the SGEMM study kernels.
 //
 // Every kernel computes C = alpha * A @ B + beta * C on row-major matrices
-// (A is M x K, B is K x N, C is M x N). Each .cu file holds one kernel, its host
-// launcher and two small accessors used for attributes and occupancy queries.
+// (A is M x K, B is K x N, C is M x N). Each .cu file holds one kernel and its host
+// launcher.
 // Only CUDA headers here: every .cu must compile standalone with `nvcc -cubin`.
 #pragma once
 
@@ -12,13 +12,10 @@
     int M, int N, int K, float alpha, const float *__restrict__ A,                 \
         const float *__restrict__ B, float beta, float *__restrict__ C
 
-// Host side of one kernel: launch on `stream`, the kernel's entry point, and the
-// threads per block its launcher uses.
+// Host side of one kernel: launch it on `stream`.
 #define SGEMM_DECLARE(sym)                                                         \
     void launch_##sym(int M, int N, int K, float alpha, const float *A,            \
-                      const float *B, float beta, float *C, cudaStream_t stream);  \
-    const void *symbol_##sym();                                                    \
-    int threads_##sym();
+                      const float *B, float beta, float *C, cudaStream_t stream);
 
 SGEMM_DECLARE(k1_naive)
 SGEMM_DECLARE(k2_coalesced)

@@ -21,5 +21,3 @@ void launch_k2_coalesced(int M, int N, int K, float alpha, const float *A, const
     k2_coalesced<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
-const void *symbol_k2_coalesced() { return reinterpret_cast<const void *>(&k2_coalesced); }
-int threads_k2_coalesced() { return 32 * 32; }

@@ -37,5 +37,3 @@ void launch_k3_smem_tile(int M, int N, int K, float alpha, const float *A, const
     k3_smem_tile<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
-const void *symbol_k3_smem_tile() { return reinterpret_cast<const void *>(&k3_smem_tile); }
-int threads_k3_smem_tile() { return K3_TILE * K3_TILE; }

@@ -54,5 +54,3 @@ void launch_k3c_coarsened(int M, int N, int K, float alpha, const float *A, cons
     k3c_coarsened<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
-const void *symbol_k3c_coarsened() { return reinterpret_cast<const void *>(&k3c_coarsened); }
-int threads_k3c_coarsened() { return K3C_TILE * K3C_TILE; }

@@ -61,5 +61,3 @@ void launch_k4_reg_tile_1d(int M, int N, int K, float alpha, const float *A, con
     k4_reg_tile_1d<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
-const void *symbol_k4_reg_tile_1d() { return reinterpret_cast<const void *>(&k4_reg_tile_1d); }
-int threads_k4_reg_tile_1d() { return K4_BN * K4_ROWS; }

@@ -77,5 +77,3 @@ void launch_k5_reg_tile_2d(int M, int N, int K, float alpha, const float *A, con
     k5_reg_tile_2d<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
-const void *symbol_k5_reg_tile_2d() { return reinterpret_cast<const void *>(&k5_reg_tile_2d); }
-int threads_k5_reg_tile_2d() { return K5_THREADS; }

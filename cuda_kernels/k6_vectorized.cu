@@ -101,5 +101,3 @@ void launch_k6_vectorized(int M, int N, int K, float alpha, const float *A, cons
     k6_vectorized<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
-const void *symbol_k6_vectorized() { return reinterpret_cast<const void *>(&k6_vectorized); }
-int threads_k6_vectorized() { return K6_THREADS; }

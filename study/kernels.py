@@ -92,7 +92,9 @@ def _resolve(k: Kernel) -> Callable:
 
         def launch(a, b, out, _fn=fn, _k=k):
             check_cuda_operands(_k, a, b, out)
-            _fn(a, b, out, 1.0, 0.0)
+            problem = _fn(a, b, out, 1.0, 0.0)  # the C++ wrapper's own checks, returned not thrown
+            if problem:
+                raise ValueError(problem)
             return out
 
     else:
