@@ -94,7 +94,7 @@ def _resolve(k: Kernel) -> Callable:
             check_cuda_operands(_k, a, b, out)
             problem = _fn(a, b, out, 1.0, 0.0)  # the C++ wrapper's own checks, returned not thrown
             if problem:
-                raise ValueError(problem)
+                raise ValueError(f"{_k.id} ({_k.symbol}): {problem}; a {tuple(a.shape)}, b {tuple(b.shape)}")
             return out
 
     else:
