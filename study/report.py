@@ -1600,8 +1600,8 @@ def section_reproduce(run: Run) -> list[str]:
     commit = (_prov(run, "commit") or "").split(",")[0].replace("+dirty", "").strip()
     try:
         out = str(run.out.resolve().relative_to(REPO))
-    except ValueError:
-        out = str(run.out)
+    except ValueError:  # written outside the checkout (e.g. on a GPU machine): name no local path
+        out = "DIR"
     return [
         "## How to reproduce",
         "",
@@ -1614,7 +1614,8 @@ def section_reproduce(run: Run) -> list[str]:
         ),
         "python -m study.run                # measure every kernel and experiment here -> reports/",
         "python -m study.run --kernels K0,K6 --experiments main,strides --out out   # a subset",
-        f"python -m study.report {out}      # re-render this report from {out}/data/ (no GPU needed)",
+        f"python -m study.report {out}      # re-render from {out}/data/ (no GPU needed)"
+        + ("; DIR holds this REPORT.md" if out == "DIR" else ""),
         "```",
         "",
     ]
