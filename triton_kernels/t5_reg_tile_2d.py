@@ -15,20 +15,10 @@ exact FP32 (``input_precision="ieee"``: FFMA, no TF32). The kernel is
 
 from __future__ import annotations
 
-from triton_kernels.tile import aot_spec as _tile_aot_spec
-from triton_kernels.tile import launch_tiled, tiled_matmul_kernel
+from triton_kernels.tile import tiled_matmul_kernel, twin
 
 BM, BN, BK = 32, 128, 32
 NUM_WARPS = 4  # 128 threads per block, as in K5 and K6
 
 kernel = tiled_matmul_kernel
-
-
-def matmul(a, b, out=None, num_stages: int = 1):
-    """``out = a @ b`` (FP32) with the K5/K6 tile; ``num_stages`` > 1 turns on pipelining."""
-    return launch_tiled(a, b, out, BM=BM, BN=BN, BK=BK, num_warps=NUM_WARPS, num_stages=num_stages)
-
-
-def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
-    """Kernel, representative arguments and options for :func:`triton_kernels.aot.compile_sass_target`."""
-    return _tile_aot_spec(BM=BM, BN=BN, BK=BK, num_warps=NUM_WARPS, num_stages=num_stages, shape=shape)
+matmul, aot_spec = twin(BM, BN, BK, NUM_WARPS)

@@ -187,3 +187,17 @@ def aot_spec(*, BM: int, BN: int, BK: int, num_warps: int, num_stages: int,
     meta = dict(BM=BM, BN=BN, BK=BK, GROUP_M=group_m, EVEN_K=even_k(K, BK))
     return matmul_spec(tiled_matmul_kernel, meta, num_warps=num_warps, num_stages=num_stages,
                        shape=shape)
+
+
+def twin(BM: int, BN: int, BK: int, num_warps: int):
+    """``matmul`` and ``aot_spec`` of a twin that pins this block tile and warp count."""
+
+    def matmul(a, b, out=None, num_stages: int = 1):
+        """``out = a @ b`` (FP32) with this twin's tile; ``num_stages`` > 1 turns on pipelining."""
+        return launch_tiled(a, b, out, BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages)
+
+    def twin_aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
+        """Kernel, representative arguments and options for ``aot.compile_sass_target``."""
+        return aot_spec(BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages, shape=shape)
+
+    return matmul, twin_aot_spec
