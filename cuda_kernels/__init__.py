@@ -5,7 +5,7 @@ analysis) plus ``bindings.cpp``. :func:`load` builds them into one torch extensi
 first time it is called; importing this package builds nothing and never touches a GPU.
 
 The extension exposes ``k1 k2 k3 k3c k4 k5 k6(a, b, c, alpha, beta)`` writing
-``c = alpha * a @ b + beta * c`` in place on the current stream; each returns "" or a message
+``c = alpha * a @ b + beta * c`` in place on the current stream; each returns None or a message
 naming what is wrong with its arguments (nothing is thrown across into Python).
 """
 

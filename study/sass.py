@@ -8,30 +8,44 @@ Conventions, fixed here once:
 
 * ``total`` counts every instruction of the kernel except ``NOP`` (the alignment padding after
   the final ``EXIT``/``BRA`` self-loop); ``EXIT`` and that trailing ``BRA`` are counted.
-* Widths: ``LDS``/``LDG`` with a ``.64`` or ``.128`` modifier are 64/128-bit loads; every other
-  ``LDS``/``LDG`` (no width, or a sub-word ``.U8``/``.S16``...) falls in the 32 bucket. Only a
-  modifier that is exactly ``64``/``128`` is a width: ``.LTC128B`` is an L2 prefetch hint, and
-  ``.U``/``.E``/``.CONSTANT``/``.EF``... say nothing about width.
+* Widths: ``LDS``/``LDG`` with a ``.64``, ``.128`` or ``.256`` modifier are 64/128/256-bit loads
+  (``LDG.E.ENL2.256`` is the 256-bit global load of newer archs); every other ``LDS``/``LDG``
+  (no width, or a sub-word ``.U8``/``.S16``...) falls in the 32 bucket. Only a modifier that
+  is exactly ``64``/``128``/``256`` is a width: ``.LTC128B`` is an L2 prefetch hint, and
+  ``.U``/``.E``/``.ENL2``/``.CONSTANT``/``.EF``... say nothing about width.
 * The main loop is the range [target, branch] of a backward ``BRA`` (to an earlier address of the
   same function; the trailing ``BRA`` to itself is not a loop) holding the most ``FFMA``; ties go to
   the shortest range. For the tiled kernels that is the phase loop with the k loop fully unrolled
   inside, for K1/K2 the (unrolled) k loop.
+* Spills: ``spills`` is the local memory a kernel reserves, in bytes per thread: STACK + LOCAL of
+  ``cuobjdump -res-usage`` on its cubin, read the same way for CUDA and Triton kernels. ptxas
+  puts register spill slots in the stack frame (Triton's T5p under Triton 3.9: STACK 24); a
+  local array indexed at run time would also live there, and none of the project's kernels
+  has one. The instructions that move data to and from local memory are counted as ``LDL``
+  and ``STL`` (``loop_LDL``/``loop_STL`` in the main loop): for these kernels spills > 0 exactly
+  when LDL/STL occur, and the loop counts say whether the spill traffic is in the hot loop.
+  (ptxas ``-v``'s "bytes spill stores/loads" add up the widths of the spill instructions it
+  wrote, not the memory reserved, and a Triton compile leaves no ptxas log to read, so the
+  table does not use them.)
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from study.errors import InputError
+from triton_kernels.aot import find_cuobjdump, resource_usage, run_cuobjdump  # imports no triton
 
 REPO = Path(__file__).resolve().parent.parent
 NVCC_FLAGS = ("-cubin", "-O3", "-Xptxas", "-v")
@@ -61,25 +75,13 @@ def find_nvcc() -> str | None:
     return None
 
 
-def _triton_bin(tool: str) -> str | None:
-    try:
-        import triton  # optional, and slow to import
-    except Exception:
-        return None
-    path = Path(triton.__file__).resolve().parent / "backends" / "nvidia" / "bin" / tool
-    return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-
-
-@functools.cache
-def find_cuobjdump() -> str | None:
-    """cuobjdump from PATH first, then the one bundled in the triton wheel; None if neither."""
-    return shutil.which("cuobjdump") or _triton_bin("cuobjdump")
-
-
 def _require_cuobjdump() -> str:
+    """``find_cuobjdump`` (triton_kernels.aot: $TRITON_CUOBJDUMP_PATH, PATH, the triton wheel,
+    $CUDA_HOME), or SassUnavailable."""
     tool = find_cuobjdump()
     if tool is None:
-        raise SassUnavailable("SASS skipped: no cuobjdump (not on PATH, not in the triton wheel)")
+        raise SassUnavailable("SASS skipped: no cuobjdump ($TRITON_CUOBJDUMP_PATH, PATH, "
+                              "the triton wheel, $CUDA_HOME)")
     return tool
 
 
@@ -94,6 +96,32 @@ def _require_nvcc() -> str:
 def _nvcc_version(nvcc: str) -> str:
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
     return out.stdout.strip()
+
+
+def nvcc_version() -> str:
+    """The version of the nvcc ``find_nvcc`` picks, e.g. "13.0.88"; "" when there is none."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return ""
+    try:
+        text = _nvcc_version(nvcc)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    m = re.search(r"\bV(\d+(?:\.\d+)+)", text) or re.search(r"release (\d+(?:\.\d+)+)", text)
+    return m.group(1) if m else (text.splitlines()[-1] if text else "")
+
+
+def triton_version() -> str:
+    """``triton.__version__`` of the triton this process compiles with; "" when there is none."""
+    mod = sys.modules.get("triton")
+    if mod is not None and getattr(mod, "__version__", None):
+        return str(mod.__version__)
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("triton")
+    except (ImportError, PackageNotFoundError):
+        return ""
 
 
 def _arch(arch: str | int) -> str:
@@ -229,57 +257,98 @@ def parse_ptxas(log: str, symbol: str | None = None) -> dict:
 
 
 def resources_cuda(kernel, arch: str = "sm_90") -> dict:
-    """``parse_ptxas`` of the kernel's compile: registers, smem_bytes, stack/spill bytes."""
+    """``parse_ptxas`` of the kernel's compile: registers, smem_bytes (static, without the 1 KB
+    reservation), stack/spill bytes as ptxas reports them."""
     cubin = compile_cuda(kernel, arch)
     log = cubin.with_suffix(".ptxas.txt").read_text(errors="replace")
     return parse_ptxas(log, kernel.symbol)
 
 
 def resources_cubin(cubin: Path | str, symbol: str | None = None) -> dict:
-    """``cuobjdump -res-usage`` for one function: REG, STACK, SHARED, LOCAL as read.
+    """``cuobjdump -res-usage`` for one function (``triton_kernels.aot.resource_usage``): REG,
+    STACK, SHARED, LOCAL, ... as read; ``symbol`` None reads the only function.
 
     Note: for sm_90 cubins SHARED includes the 1 KB the driver reserves per block (ptxas says
-    8192 B smem, cuobjdump says SHARED:9216), unlike sm_80 cubins. ``theoretical_occupancy``
-    wants the ptxas figure (it adds the reservation itself).
+    8192 B smem, cuobjdump says SHARED:9216), unlike sm_80 cubins; Triton's dynamic shared
+    memory is not in it. ``theoretical_occupancy`` wants the ptxas / Triton figure (it adds
+    the reservation itself).
     """
-    text = _cuobjdump("-res-usage", str(cubin))
-    funcs = dict(re.findall(r"Function ([^\s:]+):\s*\n\s*(.*)", text))
+    _require_cuobjdump()
+    try:
+        funcs = resource_usage(Path(cubin))
+    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+        raise CompileError(str(e)) from None
     if symbol is None and len(funcs) == 1:
         symbol = next(iter(funcs))
     if symbol not in funcs:
         raise CompileError(f"{symbol!r} not in {Path(cubin).name}; it holds {', '.join(funcs) or 'none'}")
-    return {k: int(v) for k, v in re.findall(r"(\w+(?:\[\d+\])?):(\d+)", funcs[symbol])}
+    return funcs[symbol]
+
+
+def spill_bytes(usage: dict) -> int:
+    """Local memory per thread, in bytes: STACK + LOCAL of a ``resources_cubin`` record (the
+    module docstring says why this is the spill figure)."""
+    return int(usage.get("STACK", 0)) + int(usage.get("LOCAL", 0))
 
 
 # ---------------------------------------------------------------------------------------------
 # Triton
 
 
+CONFIG_KEYS = ("BM", "BN", "BK", "GROUP_M", "num_warps", "num_stages")
+
+
 def compile_triton(kernel, arch: str = "sm_90", config: dict | None = None) -> dict:
     """Ahead-of-time compile of a Triton kernel for ``arch`` (no GPU needed).
 
-    Goes through ``triton_kernels.aot.compile_sass_target`` with the registry entry (its module's
-    ``aot_spec`` at the registry's ``num_stages``, the 4096^3 representative launch); TA gets its
-    module's default configuration unless ``config`` names one. Returns ``{"cubin": Path,
-    "name", "registers", "smem_bytes", "spills", "threads", "num_stages"}`` with the cubin
-    written to the cache directory. ``spills`` is local-memory bytes per thread.
+    Goes through ``triton_kernels.aot`` with the registry entry (its module's ``aot_spec`` at
+    the registry's ``num_stages``, the 4096^3 representative launch). ``config`` (autotuned
+    kernels only; keys ``CONFIG_KEYS``) picks the configuration to compile; without it TA takes
+    the winner its autotuner holds in this process for 4096^3, else its module's
+    ``DEFAULT_CONFIG``. Returns ``{"cubin": Path, "name", "smem_bytes", "threads",
+    "num_stages", "config"}`` with the cubin written to the cache directory; ``config`` is the
+    configuration actually compiled (a dict with ``CONFIG_KEYS``) for an autotuned kernel,
+    None for the others.
+
+    Compiles are remembered per (kernel id, arch, resolved launch): the configuration and
+    every argument value the compile specialises on, so a different config, or a tuning
+    result that arrives later, compiles anew.
     """
-    key = tuple(sorted(config.items())) if config else None
-    return _compile_triton(kernel, _arch(arch), key)
+    aot = _triton_aot(kernel)
+    arch = _arch(arch)
+    try:
+        spec = aot.resolve_spec(kernel, config=dict(config) if config else None)
+    except Exception as e:
+        why = f"{type(e).__name__}: {e}"
+        raise CompileError(f"{kernel.id}: no AOT launch for config {config}: {why}") from None
+    used = None
+    if kernel.tuned:
+        used = {k: spec.args[k] for k in ("BM", "BN", "BK", "GROUP_M") if k in spec.args}
+        used.update(num_warps=spec.num_warps, num_stages=spec.num_stages)
+    key = (kernel.id, arch, spec.num_warps, spec.num_stages, tuple(sorted(spec.args.items())),
+           tuple(sorted(spec.extra_options.items())))
+    hit = _TRITON_COMPILED.get(key)
+    if hit is None:
+        hit = _TRITON_COMPILED[key] = _compile_triton(aot, kernel, arch, spec)
+    return {**hit, "config": dict(used) if used else None}
 
 
-@functools.cache
-def _compile_triton(kernel, arch: str, config: tuple | None) -> dict:
+_TRITON_COMPILED: dict[tuple, dict] = {}
+
+
+def _triton_aot(kernel):
     import importlib
 
     try:
-        aot = importlib.import_module("triton_kernels.aot")
+        return importlib.import_module("triton_kernels.aot")
     except Exception as e:  # triton missing or broken
         why = f"{type(e).__name__}: {e}"
         raise CompileError(f"{kernel.id}: cannot import triton_kernels.aot: {why}") from None
-    kwargs = {"config": dict(config)} if config else {}
+
+
+def _compile_triton(aot, kernel, arch: str, spec) -> dict:
     try:
-        res = aot.compile_sass_target(kernel, arch=_cc(arch), **kwargs)
+        res = aot.compile_sass_target(spec, arch=_cc(arch))
     except Exception as e:
         msg = str(e).strip().splitlines()
         raise CompileError(f"{kernel.id}: Triton AOT compile failed: {type(e).__name__}: "
@@ -293,9 +362,7 @@ def _compile_triton(kernel, arch: str, config: tuple | None) -> dict:
     return {
         "cubin": path,
         "name": res.name,
-        "registers": res.n_regs,
         "smem_bytes": res.shared,
-        "spills": None if res.n_spills is None else 4 * res.n_spills,
         "threads": 32 * res.num_warps,
         "num_stages": res.num_stages,
     }
@@ -324,9 +391,9 @@ class Instr:
 
     @property
     def width(self) -> int:
-        """Access width in bits for loads/stores: 64 or 128 when named, else 32."""
+        """Access width in bits for loads/stores: 64, 128 or 256 when named, else 32."""
         for m in self.mods:
-            if m in ("64", "128"):
+            if m in ("64", "128", "256"):
                 return int(m)
         return 32
 
@@ -368,16 +435,13 @@ def _sass_text(cubin: str, mtime: float) -> str:
 
 
 def _cuobjdump(flag: str, cubin: str) -> str:
-    """Run cuobjdump; an older one on PATH may not read a newer cubin (Triton's own ptxas may
-    be newer than the system CUDA), so the triton wheel's is tried next."""
-    tools = dict.fromkeys(t for t in (_require_cuobjdump(), _triton_bin("cuobjdump")) if t)
-    errors = []
-    for tool in tools:
-        out = subprocess.run([tool, flag, cubin], capture_output=True, text=True, timeout=300)
-        if out.returncode == 0:
-            return out.stdout
-        errors.append(f"{tool}: {(out.stderr or out.stdout).strip()[:200]}")
-    raise CompileError(f"cuobjdump {flag} failed on {Path(cubin).name}: {'; '.join(errors)}")
+    """``triton_kernels.aot.run_cuobjdump`` (every cuobjdump found, in search order, until one
+    reads the cubin); its failures become CompileError."""
+    _require_cuobjdump()
+    try:
+        return run_cuobjdump(cubin, flag)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+        raise CompileError(str(e)) from None
 
 
 def dump_sass(cubin: Path | str, symbol: str | None = None) -> list[Instr]:
@@ -395,8 +459,8 @@ def dump_sass(cubin: Path | str, symbol: str | None = None) -> list[Instr]:
 # histograms and loops
 
 HIST_KEYS = (
-    "FFMA", "LDS32", "LDS64", "LDS128", "LDS", "LDG32", "LDG64", "LDG128", "LDG", "LDGSTS",
-    "STS", "STG", "BAR", "HMMA", "HGMMA", "LDSM", "STSM", "LDL", "STL", "total",
+    "FFMA", "LDS32", "LDS64", "LDS128", "LDS", "LDG32", "LDG64", "LDG128", "LDG256", "LDG",
+    "LDGSTS", "STS", "STG", "BAR", "HMMA", "HGMMA", "LDSM", "STSM", "LDL", "STL", "total",
 )
 
 
@@ -405,7 +469,8 @@ def histogram(instrs: Iterable[Instr]) -> dict[str, int]:
 
     ``LDS``/``LDG`` are the sums over widths; ``LDGSTS`` (cp.async), ``STS``, ``LDSM``/``STSM``
     (ldmatrix/stmatrix, which Triton uses to move FP32 tiles too) any width; ``BAR`` every
-    barrier flavour; ``LDL``/``STL`` local-memory traffic (spills).
+    barrier flavour; ``LDL``/``STL`` local-memory loads and stores (spills). A width with no key
+    of its own (``LDS.256``) gets one in the returned dict.
     """
     h = dict.fromkeys(HIST_KEYS, 0)
     for ins in instrs:
@@ -414,7 +479,8 @@ def histogram(instrs: Iterable[Instr]) -> dict[str, int]:
             continue
         h["total"] += 1
         if base in ("LDS", "LDG"):
-            h[f"{base}{ins.width}"] += 1
+            key = f"{base}{ins.width}"
+            h[key] = h.get(key, 0) + 1
             h[base] += 1
         elif base in h:
             h[base] += 1
@@ -563,15 +629,16 @@ def theoretical_occupancy(regs: int, smem_per_block: int, threads: int, arch: st
 
 TABLE_COLUMNS = [
     "kernel", "impl", "arch", "symbol",
-    "FFMA", "LDS32", "LDS64", "LDS128", "LDS", "LDSM", "LDG32", "LDG64", "LDG128", "LDG", "LDGSTS",
-    "STS", "STSM", "BAR", "HMMA", "HGMMA", "total",
+    "FFMA", "LDS32", "LDS64", "LDS128", "LDS", "LDSM", "LDG32", "LDG64", "LDG128", "LDG256", "LDG",
+    "LDGSTS", "STS", "STSM", "BAR", "HMMA", "HGMMA", "LDL", "STL", "total",
     "loop_FFMA", "loop_LDS32", "loop_LDS64", "loop_LDS128", "loop_LDS", "loop_LDSM", "loop_LDG32",
-    "loop_LDG64", "loop_LDG128", "loop_LDG", "loop_LDGSTS", "loop_STS", "loop_STSM", "loop_BAR",
-    "loop_total",
+    "loop_LDG64", "loop_LDG128", "loop_LDG256", "loop_LDG", "loop_LDGSTS", "loop_STS", "loop_STSM",
+    "loop_BAR", "loop_LDL", "loop_STL", "loop_total",
     "loop_lds_per_ffma", "loop_ldg_per_ffma",
-    "registers", "smem_bytes", "spills", "threads", "num_stages",
-    "occupancy_pct", "occupancy_limited_by", "error",
+    "registers", "smem_bytes", "spills", "threads", "num_stages", "config",
+    "occupancy_pct", "occupancy_limited_by", "nvcc", "triton", "error",
 ]
+_TEXT_COLUMNS = ("symbol", "config", "occupancy_limited_by", "nvcc", "triton", "error")
 
 
 def _as_kernels(kernels) -> list:
@@ -592,34 +659,40 @@ def _check_tools(kernels: list) -> None:
         _require_nvcc()
 
 
-def kernel_sass(kernel, arch: str = "sm_90") -> dict:
-    """One table row for one CUDA or Triton kernel (raises CompileError on failure)."""
+def kernel_sass(kernel, arch: str = "sm_90", config: dict | None = None) -> dict:
+    """One table row for one CUDA or Triton kernel (raises CompileError on failure).
+
+    ``config``: the configuration to compile an autotuned Triton kernel with (see
+    ``compile_triton``); the row's ``config`` holds the one compiled, as JSON text.
+    """
     arch = _arch(arch)
     row: dict = {"kernel": kernel.id, "impl": kernel.impl, "arch": arch}
+    if config is not None and not (kernel.impl == "triton" and kernel.tuned):
+        raise InputError(f"{kernel.id} is not an autotuned kernel: it takes no config (got {config})")
     if kernel.impl == "cuda":
         cubin = compile_cuda(kernel, arch)
         symbol = kernel.symbol
-        res = resources_cuda(kernel, arch)
-        spills = res["spill_stores"] + res["spill_loads"]
-        threads = kernel.threads
+        ptxas = resources_cuda(kernel, arch)
+        registers, smem, threads = ptxas["registers"], ptxas["smem_bytes"], kernel.threads
     elif kernel.impl == "triton":
-        t = compile_triton(kernel, arch)
-        cubin, symbol = t["cubin"], t["name"]
-        res = {"registers": t["registers"], "smem_bytes": t["smem_bytes"]}
-        if res["registers"] is None:  # fall back to the cubin's own record
-            res["registers"] = resources_cubin(cubin, symbol).get("REG")
-        spills = t["spills"]
+        t = compile_triton(kernel, arch, config)
+        cubin, symbol, smem = t["cubin"], t["name"], t["smem_bytes"]
+        registers = None  # from the cubin below
         threads = t["threads"] or kernel.threads
         row["num_stages"] = t["num_stages"]
+        row["config"] = json.dumps(t["config"], sort_keys=True) if t["config"] else ""
     else:
         raise CompileError(f"{kernel.id}: no SASS for impl {kernel.impl!r}")
+    usage = resources_cubin(cubin, symbol)
+    if registers is None:
+        registers = usage.get("REG")
     instrs = dump_sass(cubin, symbol)
     row["symbol"] = symbol
     row.update(histogram(instrs))
     row.update(loop_histogram(instrs))
-    row.update(registers=res["registers"], smem_bytes=res["smem_bytes"], spills=spills, threads=threads)
+    row.update(registers=registers, smem_bytes=smem, spills=spill_bytes(usage), threads=threads)
     try:
-        occ = occupancy_limits(int(res["registers"]), int(res["smem_bytes"] or 0), int(threads), arch)
+        occ = occupancy_limits(int(registers), int(smem or 0), int(threads), arch)
         row["occupancy_pct"], row["occupancy_limited_by"] = occ["occupancy_pct"], occ["limited_by"]
     except (InputError, TypeError, ValueError):
         row["occupancy_pct"], row["occupancy_limited_by"] = math.nan, ""
@@ -627,34 +700,54 @@ def kernel_sass(kernel, arch: str = "sm_90") -> dict:
     return row
 
 
-def sass_table(kernels=None, arch: str = "sm_90"):
+def sass_table(kernels=None, arch: str = "sm_90", configs: dict[str, dict] | None = None):
     """One row per CUDA and Triton kernel (cuBLAS skipped): histograms, main-loop ratios, resources.
 
     ``kernels``: Kernel objects, ids, a "K3,K6" spec, or None for the whole registry.
+    ``configs``: kernel id -> the configuration an autotuned kernel was measured with (the
+    autotuner's dict: BM, BN, BK, GROUP_M, num_warps, num_stages, e.g. the ``config`` JSON of
+    its results.csv row), passed to ``compile_triton`` so that the SASS row describes the
+    measured kernel. An autotuned kernel without an entry is compiled with the winner this
+    process tuned for 4096^3, else its module's default configuration -- which need not be what
+    a run measured. Ids of kernels not in ``kernels`` are ignored; an entry for a kernel that is
+    not autotuned is an InputError.
     Raises ``SassUnavailable`` (message: "SASS skipped: ...") when nvcc/cuobjdump are missing;
     a kernel that fails to compile gets a row with ``error`` set and the rest carry on.
 
     Resources: ``registers`` per thread; ``smem_bytes`` the kernel's own shared memory per block
     (CUDA: static, from ptxas; Triton: its dynamic allocation), without the 1 KB the driver
-    reserves; ``spills`` bytes, 0 meaning none (CUDA: ptxas spill stores + loads; Triton: local
-    memory per thread); ``occupancy_pct`` from ``occupancy_limits``.
+    reserves; ``spills`` local memory in bytes per thread, STACK + LOCAL of ``cuobjdump
+    -res-usage`` for CUDA and Triton alike, 0 meaning none (with ``LDL``/``STL`` and
+    ``loop_LDL``/``loop_STL`` the local-memory instructions; see the module docstring);
+    ``occupancy_pct`` from ``occupancy_limits``. Provenance: ``config`` the compiled
+    configuration of an autotuned kernel (JSON text, "" for the others); ``nvcc`` and
+    ``triton`` the versions of the toolchain present (the same on every row, "" when absent):
+    nvcc compiles the CUDA rows, Triton (with the ptxas it bundles) the Triton rows.
     """
     import pandas as pd
 
     arch = _arch(arch)
     picked = [k for k in _as_kernels(kernels) if k.impl in ("cuda", "triton")]
+    configs = dict(configs or {})
+    for k in picked:
+        if k.id in configs and not (k.impl == "triton" and k.tuned):
+            raise InputError(f"configs names {k.id}, which is not an autotuned kernel")
     _check_tools(picked)
     rows = []
     for k in picked:
         try:
-            rows.append(kernel_sass(k, arch))
+            rows.append(kernel_sass(k, arch, configs.get(k.id)))
         except (CompileError, SassUnavailable, OSError, subprocess.SubprocessError) as e:
             rows.append({"kernel": k.id, "impl": k.impl, "arch": arch, "symbol": k.symbol,
                          "threads": k.threads, "error": str(e)})
     df = pd.DataFrame(rows)
+    df["nvcc"] = nvcc_version()
+    df["triton"] = triton_version()
     for col in TABLE_COLUMNS:
         if col not in df.columns:
-            df[col] = "" if col in ("occupancy_limited_by", "error", "symbol") else math.nan
+            df[col] = "" if col in _TEXT_COLUMNS else math.nan
+        elif col in _TEXT_COLUMNS:
+            df[col] = df[col].fillna("")
     extra = [c for c in df.columns if c not in TABLE_COLUMNS]
     return df[TABLE_COLUMNS + extra]
 
@@ -704,10 +797,11 @@ def _explain_ldg(c, r) -> str:
     compiled = r["loop_LDG"]
     if compiled == 0 and counted > 0:
         return "the main loop holds no global loads (they sit outside the loop found)"
-    if compiled < counted and c.ldg_bits < 128 and (r["loop_LDG128"] or r["loop_LDG64"]):
+    wide = {w: int(r.get(f"loop_LDG{w}", 0) or 0) for w in (256, 128, 64)}
+    if compiled < counted and any(n for w, n in wide.items() if w > c.ldg_bits):
+        parts = [f"{n} LDG.{w}" for w, n in wide.items() if n] + [f"{int(r['loop_LDG32'])} LDG.32"]
         return (f"the compiler vectorised global loads: {counted:.0f} counted {c.ldg_bits}-bit loads "
-                f"became {int(r['loop_LDG128'])} LDG.128 + {int(r['loop_LDG64'])} LDG.64 + "
-                f"{int(r['loop_LDG32'])} LDG.32")
+                f"became {' + '.join(parts)}")
     return f"the loop issues {compiled:.0f} global loads where {counted:.0f} were counted"
 
 
@@ -762,11 +856,3 @@ def counted_vs_compiled(sass_df, kernels=None):
         row["explanation"] = "; ".join(notes) if notes else "SASS matches the count (within 10%)"
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def format_table(df) -> str:
-    """A compact plain-text view of ``sass_table`` (for the CLI and logs)."""
-    cols = ["kernel", "FFMA", "LDS32", "LDS128", "LDG32", "LDG128", "LDGSTS", "total", "loop_FFMA",
-            "loop_LDS", "loop_LDG", "loop_lds_per_ffma", "loop_ldg_per_ffma", "registers",
-            "smem_bytes", "occupancy_pct"]
-    return df[[c for c in cols if c in df.columns]].to_string(index=False, float_format=lambda x: f"{x:.4g}")

@@ -6,6 +6,7 @@ loop finder and occupancy arithmetic are also checked on hand-made inputs.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import subprocess
@@ -14,10 +15,12 @@ import pytest
 
 from study import kernels, sass
 from study.errors import InputError
+from triton_kernels import aot
 
 ARCH = "sm_90"
 CUDA = [k for k in kernels.KERNELS if k.impl == "cuda"]
 TILED = [k for k in CUDA if k.tile]
+TRITON = [k for k in kernels.KERNELS if k.impl == "triton"]
 
 needs_tools = pytest.mark.skipif(
     sass.find_nvcc() is None or sass.find_cuobjdump() is None,
@@ -26,6 +29,20 @@ needs_tools = pytest.mark.skipif(
 
 needs_cuobjdump = pytest.mark.skipif(
     sass.find_cuobjdump() is None, reason="needs cuobjdump (PATH or the triton wheel) to dump SASS"
+)
+
+
+def _has_triton() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_triton = pytest.mark.skipif(
+    not _has_triton() or sass.find_cuobjdump() is None,
+    reason="needs triton and cuobjdump to compile the Triton kernels ahead of time and dump them",
 )
 
 
@@ -42,6 +59,18 @@ def cuda_table(sass_cache):
     df = sass.sass_table(CUDA, ARCH)
     assert (df["error"] == "").all(), df.loc[df["error"] != "", ["kernel", "error"]].to_string()
     return df.set_index("kernel")
+
+
+@pytest.fixture(scope="session")
+def triton_table(sass_cache):
+    df = sass.sass_table(TRITON, ARCH)
+    assert (df["error"] == "").all(), df.loc[df["error"] != "", ["kernel", "error"]].to_string()
+    return df.set_index("kernel")
+
+
+def _nvcc_version_text() -> str:
+    nvcc = sass.find_nvcc()
+    return subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout if nvcc else ""
 
 
 def _nvcc_release() -> str:
@@ -107,6 +136,87 @@ def test_widths_come_from_exact_width_modifiers_only():
     assert (h["LDGSTS"], h["STS"], h["BAR"], h["HMMA"], h["HGMMA"]) == (1, 1, 1, 1, 0)
     assert h["FFMA"] == 3
     assert h["total"] == 20  # every line but the two NOPs
+
+
+def test_256_bit_loads_have_their_own_bucket():
+    # sm_100 and later write 256-bit global loads; .ENL2 is no width
+    text = "\n".join("        " + ln for ln in (
+        "/*0000*/ LDG.E.ENL2.256.CONSTANT R4, R8, desc[UR4][R2.64] ;",
+        "/*0010*/ @!P0 LDG.E.ENL2.256 R12, R16, desc[UR4][R2.64+0x20] ;",
+        "/*0020*/ LDG.E.128 R20, desc[UR4][R2.64] ;",
+        "/*0030*/ FFMA R0, R4, R5, R0 ;",
+        "/*0040*/ @P1 BRA 0x0 ;",
+        "/*0050*/ EXIT ;",
+    ))
+    instrs = sass.parse_sass(text)[""]
+    assert [i.width for i in instrs[:3]] == [256, 256, 128]
+    h = sass.histogram(instrs)
+    assert (h["LDG256"], h["LDG128"], h["LDG32"], h["LDG"]) == (2, 1, 0, 3)
+    loop = sass.loop_histogram(instrs)
+    assert (loop["loop_LDG256"], loop["loop_ldg_per_ffma"]) == (2, 3.0)
+
+
+def test_local_memory_loads_and_stores_are_counted_in_and_out_of_the_loop():
+    text = "\n".join("        " + ln for ln in (
+        "/*0000*/ STL [R1+0x10], R4 ;",
+        "/*0010*/ STL.64 [R1], R8 ;",
+        "/*0020*/ LDL R5, [R1+0x10] ;",
+        "/*0030*/ FFMA R0, R5, R6, R0 ;",
+        "/*0040*/ STL [R1+0x14], R0 ;",
+        "/*0050*/ @P1 BRA 0x20 ;",
+        "/*0060*/ LDL.LU R7, [R1+0x14] ;",
+        "/*0070*/ EXIT ;",
+    ))
+    instrs = sass.parse_sass(text)[""]
+    h, loop = sass.histogram(instrs), sass.loop_histogram(instrs)
+    assert (h["LDL"], h["STL"], loop["loop_LDL"], loop["loop_STL"]) == (2, 3, 1, 1)
+    for col in ("LDL", "STL", "loop_LDL", "loop_STL", "LDG256", "loop_LDG256", "config", "nvcc", "triton"):
+        assert col in sass.TABLE_COLUMNS, col
+
+
+RES_USAGE = """
+Resource usage:
+ Common:
+  GLOBAL:0
+ Function tiled_matmul_kernel:
+  REG:96 STACK:24 SHARED:1024 LOCAL:0 CONSTANT[0]:592 TEXTURE:0 SURFACE:0 SAMPLER:0
+ Function other:
+  REG:32 STACK:0 SHARED:9216 LOCAL:16 CONSTANT[0]:576 TEXTURE:0 SURFACE:0 SAMPLER:0
+"""
+
+
+def test_res_usage_is_parsed_and_spills_are_stack_plus_local():
+    usage = aot.parse_res_usage(RES_USAGE)
+    assert list(usage) == ["tiled_matmul_kernel", "other"]
+    assert usage["tiled_matmul_kernel"] == {"REG": 96, "STACK": 24, "SHARED": 1024, "LOCAL": 0,
+                                            "CONSTANT[0]": 592, "TEXTURE": 0, "SURFACE": 0, "SAMPLER": 0}
+    # spill slots live in the stack frame: a LOCAL-only count would say 0 for the first
+    assert sass.spill_bytes(usage["tiled_matmul_kernel"]) == 24
+    assert sass.spill_bytes(usage["other"]) == 16
+    assert sass.spill_bytes({}) == 0
+
+
+def _fake_tool(path, script: str) -> str:
+    path.write_text("#!/bin/sh\n" + script + "\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_one_cuobjdump_search_for_cuda_and_triton(tmp_path, monkeypatch):
+    assert sass.find_cuobjdump is aot.find_cuobjdump  # one copy, used by both
+    (tmp_path / "env").mkdir()
+    (tmp_path / "path").mkdir()
+    explicit = _fake_tool(tmp_path / "env" / "cuobjdump", "exit 1")
+    on_path = _fake_tool(tmp_path / "path" / "cuobjdump", 'echo "from PATH $@"')
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    monkeypatch.setenv("TRITON_CUOBJDUMP_PATH", explicit)
+    found = aot.cuobjdump_candidates()
+    assert found[:2] == [explicit, on_path]  # $TRITON_CUOBJDUMP_PATH, then PATH, then the others
+    assert sass.find_cuobjdump() == explicit
+    # a cuobjdump that cannot read the cubin is passed over for the next one
+    assert aot.run_cuobjdump(b"\x7fELF", "-res-usage").startswith("from PATH -res-usage ")
+    monkeypatch.setenv("TRITON_CUOBJDUMP_PATH", str(tmp_path / "missing"))
+    assert aot.find_cuobjdump() == on_path
 
 
 def test_main_loop_is_the_backward_branch_with_ffma():
@@ -249,24 +359,24 @@ def test_k6_uses_128_bit_loads_only(cuda_table):
 
 
 @needs_tools
-def test_loop_split_as_nvcc_13_writes_it(cuda_table):
+def test_k5_k6_match_the_seed_reports_histogram(cuda_table):
+    """The seed report's SASS table (RTX 4090): K5 1056 FFMA / 64 LDS.128 / 128 LDS.32 / 72 LDG.32,
+    K6 1056 FFMA / 96 LDS.128 / 18 LDG.128, whole kernel. nvcc 13 for sm_90 writes the same."""
     if not _nvcc_release().startswith("13."):
-        pytest.skip(f"split recorded with nvcc 13.x; this is nvcc {_nvcc_release() or 'unknown'}")
-    # nvcc merges 4 consecutive broadcast reads Mds[ty][k..k+3] into one LDS.128
-    expected = {  # kernel: (loop FFMA, LDS.32, LDS.128)
-        "K3": (32, 32, 8), "K3c": (128, 128, 32), "K4": (256, 32, 64), "K5": (1024, 128, 64),
-        "K6": (1024, 0, 96),
-    }
-    got = {kid: tuple(int(cuda_table.loc[kid, c]) for c in ("loop_FFMA", "loop_LDS32", "loop_LDS128"))
-           for kid in expected}
-    assert got == expected
+        pytest.skip(f"compared under nvcc 13.x; this is nvcc {_nvcc_release() or 'unknown'}")
+    cols = ("FFMA", "LDS128", "LDS32", "LDG32", "LDG128")
+    got = {kid: tuple(int(cuda_table.loc[kid, c]) for c in cols) for kid in ("K5", "K6")}
+    assert got == {"K5": (1056, 64, 128, 72, 0), "K6": (1056, 96, 0, 0, 18)}
 
 
 @needs_tools
 def test_resources_and_occupancy_are_filled(cuda_table):
     for kid, r in cuda_table.iterrows():
-        assert 0 < r["registers"] <= 255 and r["spills"] == 0, kid
+        assert 0 < r["registers"] <= 255, kid
+        # no CUDA kernel touches local memory (nvcc 13.0: no stack frame, no LDL/STL)
+        assert r["spills"] == 0 and r["LDL"] == r["STL"] == 0, kid
         assert 0 < r["occupancy_pct"] <= 100, kid
+        assert r["config"] == "" and r["nvcc"] and r["nvcc"] in _nvcc_version_text(), kid
     assert cuda_table.loc["K1", "smem_bytes"] == 0
     assert cuda_table.loc["K3", "smem_bytes"] == 2 * 32 * 32 * 4
     assert cuda_table.loc["K6", "smem_bytes"] == (32 * 32 + 32 * 128) * 4
@@ -285,13 +395,73 @@ def test_counted_vs_compiled_flags_the_merged_broadcasts(cuda_table):
     assert cv.loc["K3", "sass_lds_per_fma"] == 40 / 32
 
 
-# ------------------------------------------------------------------ a Triton twin
+# ------------------------------------------------------------------ the Triton kernels
 
 
-@needs_cuobjdump
-def test_triton_ieee_twin_uses_ffma_not_tensor_cores(sass_cache):
-    pytest.importorskip("triton")
-    row = sass.kernel_sass(kernels.get("T5"), ARCH)
+@needs_triton
+def test_triton_ieee_twin_uses_ffma_not_tensor_cores(triton_table):
+    row = triton_table.loc["T5"]
     assert row["FFMA"] > 0 and row["HMMA"] == 0 and row["HGMMA"] == 0
     assert row["loop_FFMA"] == 32 * 128 * 32 // 128  # the K6 tile: 32 outputs x 32 k-steps per thread
     assert row["threads"] == 128 and row["registers"] > 0 and row["smem_bytes"] > 0
+
+
+@needs_triton
+@pytest.mark.parametrize("kid", [k.id for k in TRITON])
+def test_triton_spills_are_the_local_memory_its_sass_uses(triton_table, kid):
+    """spills > 0 exactly when the SASS loads or stores local memory (whatever Triton writes:
+    under Triton 3.9 the pipelined T5p spills, with LDL/STL in its main loop)."""
+    r = triton_table.loc[kid]
+    assert r["spills"] >= 0 and r["loop_LDL"] <= r["LDL"] and r["loop_STL"] <= r["STL"]
+    assert (r["spills"] > 0) == (r["LDL"] + r["STL"] > 0), (r["spills"], r["LDL"], r["STL"])
+    import triton
+
+    assert r["triton"] == triton.__version__
+
+
+@needs_triton
+def test_ta_row_describes_the_config_it_is_given(sass_cache):
+    from triton_kernels import ta_autotuned as ta
+
+    if len(ta.CONFIGS) == 1:
+        pytest.skip("TRITON_INTERPRET=1 in this process: the space is reduced to one config")
+    measured = {"BM": 64, "BN": 128, "BK": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
+    assert measured != ta.DEFAULT_CONFIG
+    # configs for kernels not in the table (K6 here) are ignored
+    df = sass.sass_table(["T5", "TA"], ARCH, configs={"TA": measured, "K6": {"BM": 1}}).set_index("kernel")
+    assert (df["error"] == "").all(), df["error"].to_dict()
+    r = df.loc["TA"]
+    assert json.loads(r["config"]) == measured and df.loc["T5", "config"] == ""
+    assert r["threads"] == 128 and r["num_stages"] == 4
+    assert r["smem_bytes"] == ta.smem_bytes(ta.triton.Config(measured, num_warps=4, num_stages=4))
+    # with no config and no tuning result in the process: the module's default, said so in the row
+    default = sass.sass_table(["TA"], ARCH).set_index("kernel").loc["TA"]
+    assert json.loads(default["config"]) == ta.DEFAULT_CONFIG
+    assert default["smem_bytes"] != r["smem_bytes"]
+    # a config for a kernel that is not autotuned is refused
+    with pytest.raises(InputError, match="not an autotuned kernel"):
+        sass.sass_table(["T5"], ARCH, configs={"T5": measured})
+
+
+@needs_triton
+def test_triton_compiles_are_remembered_per_config_and_tuning_state(sass_cache):
+    from triton_kernels import ta_autotuned as ta
+
+    if len(ta.CONFIGS) == 1:
+        pytest.skip("TRITON_INTERPRET=1 in this process: the space is reduced to one config")
+    small = {"BM": 32, "BN": 64, "BK": 32, "GROUP_M": 8, "num_warps": 2, "num_stages": 4}
+    ta_kernel = kernels.get("TA")
+    a = sass.compile_triton(ta_kernel, ARCH, small)
+    assert a["config"] == small and sass.compile_triton(ta_kernel, ARCH, small)["cubin"] == a["cubin"]
+    assert sass.compile_triton(ta_kernel, ARCH)["config"] == ta.DEFAULT_CONFIG
+    # a tuning result for 4096^3 arriving in the process changes what TA compiles to
+    key = (4096, 4096, 4096, "torch.float32", "torch.float32", "torch.float32")
+    ta.autotuned_matmul_kernel.cache[key] = ta.triton.Config(
+        {k: small[k] for k in ("BM", "BN", "BK", "GROUP_M")}, num_warps=2, num_stages=4)
+    try:
+        tuned = sass.compile_triton(ta_kernel, ARCH)
+    finally:
+        del ta.autotuned_matmul_kernel.cache[key]
+    assert tuned["config"] == small and tuned["cubin"] == a["cubin"]
+    assert sass.compile_triton(ta_kernel, ARCH)["cubin"] != a["cubin"]
+

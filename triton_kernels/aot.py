@@ -1,8 +1,10 @@
 """Ahead-of-time compilation of the Triton kernels for a named GPU, with no GPU present.
 
 ``compile_sass_target(module)`` compiles one kernel for ``GPUTarget("cuda", arch, 32)`` and
-returns its cubin, PTX, register count, shared memory, spills and kernel name; ``sass()``
-dumps the cubin with the ``cuobjdump`` that ships inside the Triton wheel.
+returns its cubin, PTX, shared memory and kernel name; ``sass()`` and ``resource_usage()``
+read the cubin with ``cuobjdump``. This module also holds the project's one ``cuobjdump``
+lookup and ``-res-usage`` parser (:func:`find_cuobjdump`, :func:`run_cuobjdump`,
+:func:`parse_res_usage`), which :mod:`study.sass` uses for the CUDA kernels too.
 
 Specialisation. At run time Triton compiles a kernel for the *values* it is launched with:
 an integer argument equal to 1 becomes a compile-time constant, an integer divisible by 16 and
@@ -23,6 +25,7 @@ is refused with a clear message rather than compiled differently.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import re
@@ -88,25 +91,19 @@ def matmul_spec(fn, meta: dict, *, num_warps: int, num_stages: int,
 class AotKernel:
     name: str  # the kernel symbol in the cubin
     arch: int
-    cubin: bytes
-    ptx: str
+    cubin: bytes = field(repr=False)
+    ptx: str = field(repr=False)
     shared: int  # bytes of shared memory per block (Triton allocates it dynamically)
-    n_regs: int | None  # registers per thread (from cuobjdump; None without it)
-    n_spills: int | None  # local-memory words per thread, the runtime's definition of spills
     num_warps: int
     num_stages: int
-    ttgir: str = field(repr=False, default="")  # the TritonGPU IR: layouts chosen by the compiler
-    signature: dict = field(repr=False, default_factory=dict)
-    constexprs: dict = field(repr=False, default_factory=dict)
 
     def sass(self) -> str:
         """``cuobjdump -sass`` of the cubin."""
-        return _cuobjdump(self.cubin, "-sass")
+        return run_cuobjdump(self.cubin, "-sass")
 
-    def write_cubin(self, path: str | os.PathLike) -> Path:
-        path = Path(path)
-        path.write_bytes(self.cubin)
-        return path
+    def resource_usage(self) -> dict[str, int]:
+        """``cuobjdump -res-usage`` of this kernel: {"REG": .., "STACK": .., "LOCAL": .., ...}."""
+        return resource_usage(self.cubin)[self.name]
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,7 +123,7 @@ def compile_sass_target(target, arch: int = 90, num_stages: int | None = None, *
     registry's) default; ``shape`` is the representative launch (4096^3); ``config`` picks
     the autotuned kernel's configuration.
     """
-    spec = _resolve_spec(target, num_stages=num_stages, shape=shape, config=config, **spec_kwargs)
+    spec = resolve_spec(target, num_stages=num_stages, shape=shape, config=config, **spec_kwargs)
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -143,23 +140,14 @@ def compile_sass_target(target, arch: int = 90, num_stages: int | None = None, *
     compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 
     meta = compiled.metadata
-    name = getattr(meta, "name", None) or fn.__name__
-    cubin = compiled.asm["cubin"]
-    usage = resource_usage(cubin).get(name, {}) if find_cuobjdump() else {}
-    local = usage.get("LOCAL")
     return AotKernel(
-        name=name,
+        name=getattr(meta, "name", None) or fn.__name__,
         arch=arch,
-        cubin=cubin,
+        cubin=compiled.asm["cubin"],
         ptx=compiled.asm["ptx"],
         shared=int(getattr(meta, "shared", 0) or 0),
-        n_regs=usage.get("REG"),
-        n_spills=None if local is None else local // 4,
         num_warps=spec.num_warps,
         num_stages=spec.num_stages,
-        ttgir=compiled.asm.get("ttgir", ""),
-        signature=signature,
-        constexprs=constexprs,
     )
 
 
@@ -215,7 +203,12 @@ def _jit_function(fn):
     return fn
 
 
-def _resolve_spec(target, **kwargs) -> KernelSpec:
+def resolve_spec(target, **kwargs) -> KernelSpec:
+    """The :class:`KernelSpec` ``compile_sass_target`` would compile for ``target`` and options.
+
+    Cheap (nothing is compiled): it tells which launch a call would build, e.g. the
+    configuration an autotuned kernel falls back to.
+    """
     if isinstance(target, KernelSpec):
         return target
     if isinstance(target, str) and "." not in target and ":" not in target:
@@ -245,44 +238,87 @@ def _resolve_spec(target, **kwargs) -> KernelSpec:
 # --------------------------------------------------------------------------------------------
 
 
-def find_cuobjdump() -> str | None:
-    """Path of a usable ``cuobjdump``: $TRITON_CUOBJDUMP_PATH, the Triton wheel's, PATH, CUDA_HOME."""
-    candidates = [os.environ.get("TRITON_CUOBJDUMP_PATH", "")]
-    try:
-        import triton
+def cuobjdump_candidates() -> list[str]:
+    """Every executable ``cuobjdump`` found, in search order, without duplicates.
 
-        candidates.append(str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"))
-    except ImportError:
-        pass
-    candidates.append(shutil.which("cuobjdump") or "")
+    1. ``$TRITON_CUOBJDUMP_PATH`` (an explicit choice; Triton's own variable);
+    2. ``cuobjdump`` on ``PATH``;
+    3. the one bundled in the triton wheel (``triton/backends/nvidia/bin``), located without
+       importing triton;
+    4. ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``, then ``/usr/local/cuda/bin``.
+    """
+    found = [os.environ.get("TRITON_CUOBJDUMP_PATH", ""), shutil.which("cuobjdump") or ""]
+    try:
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):  # a half-imported or stubbed triton
+        spec = None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        found.append(str(Path(root) / "backends" / "nvidia" / "bin" / "cuobjdump"))
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:
-            candidates.append(str(Path(home) / "bin" / "cuobjdump"))
-    for c in candidates:
+            found.append(str(Path(home) / "bin" / "cuobjdump"))
+    usable: dict[str, str] = {}  # real path -> the first name it was found under
+    for c in found:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return None
+            usable.setdefault(os.path.realpath(c), c)
+    return list(usable.values())
 
 
-def _cuobjdump(cubin: bytes, *flags: str) -> str:
-    tool = find_cuobjdump()
-    if tool is None:
-        raise FileNotFoundError("cuobjdump not found (Triton wheel, PATH, CUDA_HOME, TRITON_CUOBJDUMP_PATH)")
+def find_cuobjdump() -> str | None:
+    """The first ``cuobjdump`` of :func:`cuobjdump_candidates`; None when there is none."""
+    found = cuobjdump_candidates()
+    return found[0] if found else None
+
+
+def run_cuobjdump(cubin: bytes | str | os.PathLike, *flags: str) -> str:
+    """``cuobjdump <flags> <cubin>``'s output; ``cubin`` is the file's bytes or its path.
+
+    The candidates are tried in search order until one succeeds: an older cuobjdump (a system
+    CUDA on PATH) may not read a cubin for a newer arch or written by the newer ptxas that
+    ships with Triton. Raises ``FileNotFoundError`` when there is no cuobjdump and
+    ``RuntimeError`` when every one fails.
+    """
+    tools = cuobjdump_candidates()
+    if not tools:
+        raise FileNotFoundError(
+            "cuobjdump not found ($TRITON_CUOBJDUMP_PATH, PATH, the triton wheel, $CUDA_HOME)")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        done = subprocess.run([tool, *flags, str(path)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"cuobjdump {' '.join(flags)} failed: {done.stderr.strip()}")
-    return done.stdout
+        if isinstance(cubin, (bytes, bytearray)):
+            path = Path(tmp) / "kernel.cubin"
+            path.write_bytes(cubin)
+        else:
+            path = Path(cubin)
+        errors = []
+        for tool in tools:
+            done = subprocess.run([tool, *flags, str(path)], capture_output=True, text=True,
+                                  timeout=300, check=False)
+            if done.returncode == 0:
+                return done.stdout
+            errors.append(f"{tool}: {(done.stderr or done.stdout).strip()[:200]}")
+    raise RuntimeError(f"cuobjdump {' '.join(flags)} failed on {path.name}: {'; '.join(errors)}")
 
 
-_USAGE = re.compile(r"Function\s+(\S+?):\s*\n\s*((?:[A-Z_]+(?:\[\d+\])?:\d+\s*)+)")
+_USAGE_FUNCTION = re.compile(r"^\s*Function\s+([^\s:]+)\s*:\s*$", re.M)
+_USAGE_FIELD = re.compile(r"([A-Z_]+(?:\[\d+\])?):(\d+)")
 
 
-def resource_usage(cubin: bytes) -> dict[str, dict[str, int]]:
-    """``cuobjdump -res-usage`` per function: {"REG": .., "STACK": .., "SHARED": .., "LOCAL": ..}."""
-    out = {}
-    for fname, fields in _USAGE.findall(_cuobjdump(cubin, "-res-usage")):
-        out[fname] = {k: int(v) for k, v in re.findall(r"([A-Z_]+(?:\[\d+\])?):(\d+)", fields)}
+def parse_res_usage(text: str) -> dict[str, dict[str, int]]:
+    """``cuobjdump -res-usage`` text -> {function: {"REG": .., "STACK": .., "SHARED": .., "LOCAL": ..,
+    "CONSTANT[0]": .., ...}}: the fields on the line after each ``Function <name>:`` header.
+
+    REG is registers per thread; STACK the stack frame and LOCAL the other local memory, both
+    bytes per thread; SHARED the block's static shared memory (for sm_90 cubins it includes the
+    1 KB the driver reserves per block; Triton's dynamic allocation is not in it).
+    """
+    out: dict[str, dict[str, int]] = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _USAGE_FUNCTION.match(line)
+        if m and i + 1 < len(lines):
+            out[m.group(1)] = {k: int(v) for k, v in _USAGE_FIELD.findall(lines[i + 1])}
     return out
+
+
+def resource_usage(cubin: bytes | str | os.PathLike) -> dict[str, dict[str, int]]:
+    """:func:`parse_res_usage` of ``cuobjdump -res-usage`` on a cubin (bytes or path)."""
+    return parse_res_usage(run_cuobjdump(cubin, "-res-usage"))

@@ -15,10 +15,9 @@ exact FP32 (``input_precision="ieee"``: FFMA, no TF32). The kernel is
 
 from __future__ import annotations
 
-from triton_kernels.tile import tiled_matmul_kernel, twin
+from triton_kernels.tile import twin
 
 BM, BN, BK = 32, 128, 32
 NUM_WARPS = 4  # 128 threads per block, as in K5 and K6
 
-kernel = tiled_matmul_kernel
 matmul, aot_spec = twin(BM, BN, BK, NUM_WARPS)

@@ -159,8 +159,6 @@ autotuned_matmul_kernel = triton.autotune(
     configs=CONFIGS, key=["M", "N", "K"], prune_configs_by={"early_config_prune": prune},
 )(triton.heuristics({"EVEN_K": lambda args: even_k(args["K"], args["BK"])})(tiled_matmul_kernel))
 
-kernel = autotuned_matmul_kernel
-
 
 # --------------------------------------------------------------------------------------------
 # Launcher and tuning results
