@@ -23,7 +23,7 @@ def pin_fp32() -> None:
 
 def cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     if a.dim() != 2 or b.dim() != 2:
-        raise InputError(f"K0 needs 2-D matrices; got {a.dim()}-D and {b.dim()}-D")
+        raise InputError(f"the cuBLAS baseline needs 2-D matrices; got {a.dim()}-D and {b.dim()}-D")
     if a.shape[1] != b.shape[0]:
         raise InputError(f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
     if torch.backends.cuda.matmul.allow_tf32:

@@ -121,14 +121,23 @@ class GPU:
             data = json.loads(path.read_text())
         except FileNotFoundError:
             raise InputError(f"GPU file {path} does not exist") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        except (OSError, ValueError, RecursionError) as e:  # ValueError: bad JSON, also an integer
+            # too long to convert (Python caps int digits); RecursionError: absurd nesting
             raise InputError(f"GPU file {path} is not readable JSON: {e}") from None
         return cls.from_dict(data, where=f"GPU file {path}")
 
 
 def _positive(value, key: str, where: str) -> float:
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not is_number or not math.isfinite(value) or value <= 0:
+    if is_number:
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer beyond any float, e.g. 10**400
+            raise InputError(
+                f"{where}: key {key!r} must be a positive number, got an integer of "
+                f"{len(str(abs(value)))} digits"
+            ) from None
+    if not is_number or not finite or value <= 0:
         raise InputError(f"{where}: key {key!r} must be a positive number, got {value!r}")
     return value
 

@@ -11,6 +11,8 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from study.errors import InputError
+
 
 @dataclass(frozen=True)
 class Counted:
@@ -191,6 +193,11 @@ KERNELS: tuple[Kernel, ...] = (
         target="triton_kernels.t1_naive:matmul", threads=128, tile=_t(32, 32, 1),
         source="triton_kernels/t1_naive.py", symbol="t1_naive_kernel", twin="K2", num_stages=1,
         options={"num_stages": 1},
+        # K2's ledger: no on-chip reuse, so each output loads its own A and B value per k (its
+        # SASS loop: 16 LDG per 8 FFMA). The counts are per output element; Triton gives each
+        # of its 128 threads 8 outputs, which leaves every ratio unchanged. Its (32, 32, 1)
+        # tile is the launch grid's, not a shared-memory tile: the byte ledger is K2's.
+        counted=Counted(0, 0, 1, 2, 2, 1, 1, 1),
         notes="Triton has no way to say which thread owns which element, so K1's uncoalesced "
         "mapping cannot be written; the compiler picks a lane-per-column layout (K2's) and "
         "shared memory stays implicit.",
@@ -256,26 +263,43 @@ BASELINE: Kernel = next(k for k in KERNELS if k.impl == "cublas")
 
 
 def get(kid: str) -> Kernel:
+    """The kernel with id ``kid``; an unknown id is an InputError naming the known ones."""
     try:
         return BY_ID[kid]
     except KeyError:
-        raise KeyError(f"unknown kernel id {kid!r}; known: {', '.join(IDS)}") from None
+        raise InputError(f"unknown kernel id {kid!r}; known: {', '.join(IDS)}") from None
 
 
 def select(spec: str | None) -> list[Kernel]:
     """Kernels named in a comma-separated spec ("K1,K6"), all of them for None.
 
-    The baseline is always included: every % of cuBLAS needs it.
+    A kernel named twice is taken once, where it first appears. The baseline is always
+    included: every % of cuBLAS needs it.
     """
     if not spec:
         return list(KERNELS)
     wanted = [s.strip() for s in spec.split(",") if s.strip()]
     if not wanted:
-        raise KeyError("--kernels is empty; known: " + ", ".join(IDS))
-    picked = [get(s) for s in wanted]
+        raise InputError("--kernels is empty; known: " + ", ".join(IDS))
+    picked = []
+    for s in wanted:
+        k = get(s)
+        if k not in picked:
+            picked.append(k)
     if BASELINE not in picked:
         picked.insert(0, BASELINE)
     return picked
+
+
+def twins_of(cuda_kernel_id: str) -> list[Kernel]:
+    """The Triton kernels that mirror a CUDA kernel: those naming it as their ``twin`` and those
+    with its block tile and threads per block (so K5 gets T5/T5p, whose ``twin`` is K6)."""
+    c = get(cuda_kernel_id)
+    return [
+        t for t in KERNELS
+        if t.impl == "triton"
+        and (t.twin == c.id or (c.tile is not None and t.tile == c.tile and t.threads == c.threads))
+    ]
 
 
 def by_impl(impl: str) -> list[Kernel]:

@@ -56,10 +56,12 @@ def bytes_per_out(c: Counted, K: int) -> float:
     return phases * (c.elems_per_phase / c.outputs) * 4 + 4
 
 
-def bytes_per_out_tile(BM: int, BN: int, K: int) -> float:
-    """Byte ledger of any BM x BN block tile: each output reads K/BM of A's and K/BN of B's
-    block columns/rows, 4 bytes each, plus its own write."""
-    return 4 * K * (1 / BM + 1 / BN) + 4
+def bytes_per_out_tile(BM: int, BN: int, K: int, BK: int = 32) -> float:
+    """Byte ledger of any BM x BN x BK block tile: per phase a block loads BM x BK of A and
+    BK x BN of B for its BM x BN outputs, 4 bytes each; a partial last phase loads a whole one
+    (as ``bytes_per_out`` counts it), plus each output's own write."""
+    phases = math.ceil(K / BK)
+    return 4 * phases * BK * (1 / BM + 1 / BN) + 4
 
 
 def ai(K: int, bytes_out: float) -> float:
@@ -86,6 +88,12 @@ def gflops(M: int, N: int, K: int, ms: float) -> float:
 
 def pct_peak(gflops_: float, peak_gflops: float) -> float:
     return 100 * gflops_ / peak_gflops
+
+
+def twin_ratio(gflops_triton: float, gflops_cuda: float) -> float:
+    """Triton over CUDA: a Triton twin's GFLOP/s over its CUDA kernel's at the same shape.
+    Above 1 the Triton twin is faster; the clock cancels, as in % of cuBLAS."""
+    return gflops_triton / gflops_cuda
 
 
 def pct_cublas(gflops_: float, cublas_gflops: float) -> float:
@@ -144,6 +152,21 @@ def shape_str(M, N, K) -> str:
     return f"{int(M)}x{int(N)}x{int(K)}"
 
 
+# the kernels take 32-bit int sizes; a larger dimension is refused, never wrapped
+MAX_DIM = 2**31 - 1
+
+
+def plain(v) -> str:
+    """A cell as a message shows it: 0, 1e+20, 'slow' or "an empty cell" (no numpy reprs)."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "an empty cell"
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e16:
+        return str(int(v))
+    return repr(v) if isinstance(v, str) else str(v)
+
+
 def _check_times(times: pd.DataFrame, known: Mapping[str, Kernel]) -> pd.DataFrame:
     if not isinstance(times, pd.DataFrame):
         raise InputError(f"times must be a table with columns {', '.join(REQUIRED_COLUMNS)}")
@@ -152,6 +175,7 @@ def _check_times(times: pd.DataFrame, known: Mapping[str, Kernel]) -> pd.DataFra
             raise InputError(f"times lack column {col!r} (need {', '.join(REQUIRED_COLUMNS)})")
     if times.empty:
         raise InputError("times are empty: no kernel was timed")
+    labels = list(times.index)  # messages name the row as the caller numbered it
     t = times.copy().reset_index(drop=True)
     # a ledger table fed back in: drop the figures this module computes, keep the inputs
     t = t.drop(columns=[c for c in COMPUTED_COLUMNS if c in t.columns])
@@ -165,7 +189,15 @@ def _check_times(times: pd.DataFrame, known: Mapping[str, Kernel]) -> pd.DataFra
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise InputError(
-                f"{dim} of {t.at[i, 'kernel']} (row {i}) must be a positive integer, got {t.at[i, dim]!r}"
+                f"{dim} of {t.at[i, 'kernel']} (row {labels[i]}) must be a positive integer, "
+                f"got {plain(t.at[i, dim])}"
+            )
+        big = v > MAX_DIM
+        if big.any():
+            i = int(np.flatnonzero(big.to_numpy())[0])
+            raise InputError(
+                f"{dim} of {t.at[i, 'kernel']} (row {labels[i]}) must be at most {MAX_DIM} (2**31 - 1), "
+                f"got {plain(t.at[i, dim])}"
             )
         t[dim] = v.astype("int64")
     ms = pd.to_numeric(t["ms"], errors="coerce")
@@ -174,19 +206,30 @@ def _check_times(times: pd.DataFrame, known: Mapping[str, Kernel]) -> pd.DataFra
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(
             f"time of {t.at[i, 'kernel']} at {shape_str(t.at[i, 'M'], t.at[i, 'N'], t.at[i, 'K'])} "
-            f"(row {i}) must be a positive number of ms, got {t.at[i, 'ms']!r}"
+            f"(row {labels[i]}) must be a positive number of ms, got {plain(t.at[i, 'ms'])}"
         )
     t["ms"] = ms.astype(float)
     return t
 
 
-def _row_tile(row, k: Kernel) -> tuple[float, float] | None:
-    """Block tile of a row: BM/BN columns of the times (an autotuned pick) or the registry's."""
-    bm, bn = row.get("BM", NAN), row.get("BN", NAN)
-    if pd.notna(bm) and pd.notna(bn) and bm > 0 and bn > 0:
-        return float(bm), float(bn)
+def _positive_number(v) -> float | None:
+    """``v`` as a finite number > 0, or None (blank, text, zero, negative, infinite)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return f if math.isfinite(f) and f > 0 else None
+
+
+def _row_tile(row, k: Kernel) -> tuple[float, float, float] | None:
+    """Block tile (BM, BN, BK) of a row: BM/BN (and BK) columns of the times (an autotuned
+    pick) or the registry's. A BM or BN that is not a positive number counts as missing."""
+    bm, bn = _positive_number(row.get("BM")), _positive_number(row.get("BN"))
+    if bm is not None and bn is not None:
+        bk = _positive_number(row.get("BK"))
+        return bm, bn, bk if bk is not None else 32.0
     if k.tile is not None:
-        return k.tile[0], k.tile[1]
+        return k.tile
     return None
 
 
@@ -199,7 +242,7 @@ def ledger_table(
     """Every figure of STUDY.md §3 for each timed (kernel, shape).
 
     ``times`` needs columns kernel, M, N, K, ms (others are kept; an optional ``sm_clock_mhz``
-    gives the clock sampled during that row, and optional BM/BN the tile an autotuner picked).
+    gives the clock sampled during that row, and optional BM/BN/BK the tile an autotuner picked).
     ``match_on`` are the columns that pair a row with its cuBLAS row for % of cuBLAS: by default
     M, N, K and, where the times have them, experiment and label (so a kernel is compared with
     cuBLAS timed in the same experiment). When several cuBLAS rows match, their median GFLOP/s
@@ -208,8 +251,9 @@ def ledger_table(
     The main caliber is the device-reported max clock; ``*_sampled`` columns use the sampled
     clock (the row's ``sm_clock_mhz``, else ``gpu.sampled_sm_clock_mhz``; NaN when neither).
     ``predicted_cadence`` and ``model_error_pct`` stay NaN here: ``study.model.apply`` fills them.
-    CUDA kernels carry all three ledgers; Triton kernels the byte ledger from their tile (their
-    instruction ledger comes from SASS); cuBLAS only the measured figures.
+    Counted kernels (the CUDA ones, and T1, which has K2's no-reuse ledger) carry the ledgers
+    their counts give; other Triton kernels the byte ledger from their tile (their instruction
+    ledger comes from SASS); cuBLAS only the measured figures.
     """
     known = kernel_map(kernels)
     t = _check_times(times, known)
@@ -262,7 +306,7 @@ def ledger_table(
         elif k.impl != "cublas":
             tile = _row_tile(r, k)
             if tile is not None:
-                out["bytes_per_out"] = bytes_per_out_tile(tile[0], tile[1], K)
+                out["bytes_per_out"] = bytes_per_out_tile(*tile[:2], K, tile[2])
         if not math.isnan(out["bytes_per_out"]):
             a = ai(K, out["bytes_per_out"])
             roof = roof_gflops(a, bw)

@@ -80,11 +80,12 @@ def calibrators(kernels=None) -> tuple[str, list[str]]:
 
 
 def lstsq_kernels(kernels=None) -> list[str]:
-    """Kernels of the least-squares fit: counted, 32-bit loads only, not request-bound."""
+    """Kernels of the least-squares fit: counted CUDA kernels, 32-bit loads only, not
+    request-bound. A counted Triton kernel (T1) is left out: the prices are CUDA's."""
     out = []
     for kid, k in ledgers.kernel_map(kernels).items():
         c = k.counted
-        if c is None or c.lds_bits != 32 or c.ldg_bits != 32:
+        if k.impl != "cuda" or c is None or c.lds_bits != 32 or c.ldg_bits != 32:
             continue
         if c.req_per_fma is not None and c.req_per_fma > REQUEST_BOUND_ABOVE:
             continue
@@ -200,6 +201,11 @@ def leave_one_out(ledger_rows: pd.DataFrame, decimals: int | None = None, kernel
     """For each kernel of the least-squares set: fit without it, predict it."""
     km = ledgers.kernel_map(kernels)
     full = fit_lstsq(ledger_rows, decimals, kernels=km)
+    if len(full.kernels) < 4:
+        raise InputError(
+            f"cannot leave one out: the least-squares set at {ledgers.shape_str(*full.shape)} has "
+            f"{len(full.kernels)} kernels ({', '.join(full.kernels)}); three prices need three left in"
+        )
     cad = _measured(ledger_rows, full.kernels, full.shape, decimals)
     rows = []
     for kid in full.kernels:
@@ -212,7 +218,8 @@ def leave_one_out(ledger_rows: pd.DataFrame, decimals: int | None = None, kernel
 
 
 def apply(ledger_df: pd.DataFrame, prices: Prices, kernels=None) -> pd.DataFrame:
-    """Fill predicted_cadence and model_error_pct for every row of a counted (CUDA) kernel.
+    """Fill predicted_cadence and model_error_pct for every row of a counted CUDA kernel
+    (Triton kernels, counted or not, are priced only by the SASS model).
 
     The error is taken against the measured cadence rounded like the calibration input
     (``prices.decimals``), so the calibration kernels come out at exactly 0%.
@@ -222,7 +229,7 @@ def apply(ledger_df: pd.DataFrame, prices: Prices, kernels=None) -> pd.DataFrame
     df = ledger_df.copy()
     pred, err = [], []
     for kid, cad in zip(df["kernel"], df["cadence"], strict=True):
-        c = km[kid].counted if kid in km else None
+        c = km[kid].counted if kid in km and km[kid].impl == "cuda" else None
         if c is None:
             pred.append(NAN)
             err.append(NAN)
@@ -331,15 +338,20 @@ def model_table(ledger_df: pd.DataFrame, decimals: int | None = 2, sass_df: pd.D
                 kernels=None) -> pd.DataFrame:
     """One row per pricing method: "exact" (cadences rounded to ``decimals``, the report's
     choice), "lstsq" (unrounded), and "sass" when SASS loop counts are given."""
-    rows = []
-    for p in (calibrate_exact(ledger_df, decimals, kernels), fit_lstsq(ledger_df, None, kernels=kernels)):
-        rows.append({"method": p.method, "p_ldg": p.p_ldg, "p_dist": p.p_dist, "p_bcast": p.p_bcast,
-                     "p_lds32": NAN, "p_lds128": NAN, "M": p.shape[0], "N": p.shape[1], "K": p.shape[2],
-                     "decimals": NAN if p.decimals is None else p.decimals, "kernels": ",".join(p.kernels)})
-    table = pd.DataFrame(rows, columns=list(MODEL_TABLE_COLUMNS))
+    table = prices_table([calibrate_exact(ledger_df, decimals, kernels),
+                          fit_lstsq(ledger_df, None, kernels=kernels)])
     if sass_df is not None:
         table = with_sass(table, fit_sass(ledger_df, sass_df, kernels=kernels))
     return table
+
+
+def prices_table(prices: Iterable[Prices]) -> pd.DataFrame:
+    """Rows of ``model_table`` for the given price sets (none gives the empty table)."""
+    rows = [{"method": p.method, "p_ldg": p.p_ldg, "p_dist": p.p_dist, "p_bcast": p.p_bcast,
+             "p_lds32": NAN, "p_lds128": NAN, "M": p.shape[0], "N": p.shape[1], "K": p.shape[2],
+             "decimals": NAN if p.decimals is None else p.decimals, "kernels": ",".join(p.kernels)}
+            for p in prices]
+    return pd.DataFrame(rows, columns=list(MODEL_TABLE_COLUMNS))
 
 
 def with_sass(model_df: pd.DataFrame, fit: SassFit) -> pd.DataFrame:

@@ -95,18 +95,21 @@ class ResultsFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def append(self, row: dict) -> None:
+        self.append_many([row])
+
+    def append_many(self, rows) -> None:
+        """Append ``rows`` (any iterable of dicts) with one open and one fsync for the batch."""
+        rows = list(rows)
+        if not rows:
+            return
         new = not self.path.exists() or self.path.stat().st_size == 0
         with self.path.open("a", newline="") as f:
             w = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore")
             if new:
                 w.writeheader()
-            w.writerow({c: row.get(c, "") for c in self.columns})
+            w.writerows({c: row.get(c, "") for c in self.columns} for row in rows)
             f.flush()
             os.fsync(f.fileno())
-
-    def append_many(self, rows: list[dict]) -> None:
-        for r in rows:
-            self.append(r)
 
 
 def read(path: Path, required: list[str] | None = None) -> pd.DataFrame:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -53,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--experiments",
         help=f"comma-separated, default all: {','.join(experiments.EXPERIMENTS)}",
     )
-    p.add_argument("--out", default=str(REPO / "reports"), help="output directory (default reports/)")
+    p.add_argument("--out", help="output directory (default reports/; required with --from-results)")
     p.add_argument("--resume", action="store_true", help="skip measurements already in <out>/data/")
     p.add_argument("--from-results", metavar="TIMES.csv", help="replay recorded times, no GPU needed")
     p.add_argument("--gpu", metavar="GPU.json", help="GPU constants for --from-results")
@@ -86,9 +88,29 @@ def resolve_args(argv: list[str] | None):
         raise InputError("--from-results needs --gpu GPU.json (the constants of the GPU that ran it)")
     if args.gpu and not args.from_results:
         raise InputError("--gpu goes with --from-results")
+    if args.from_results and args.out is None:
+        raise InputError("--from-results needs --out DIR (the default, reports/, holds the reference run)")
     if args.arch is not None and not (args.arch.startswith("sm_") and args.arch[3:].isdigit()):
         raise InputError(f"--arch must look like sm_90; got {args.arch!r}")
+    if not (math.isfinite(args.target_s) and args.target_s > 0):
+        raise InputError(f"--target-s must be a positive number of seconds; got {args.target_s}")
+    if args.out is None:
+        args.out = str(REPO / "reports")
+    args.out = str(output_dir(args.out))
     return args
+
+
+def output_dir(out: str) -> Path:
+    """``out`` with its data/ folder created and writable; any failure is one line of bad input."""
+    path = Path(out)
+    data = path / "data"
+    try:
+        data.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--out {out}: cannot create {data} ({e.strerror or e})") from None
+    if not os.access(data, os.W_OK | os.X_OK):
+        raise InputError(f"--out {out}: {data} is not writable")
+    return path
 
 
 def say(msg: str) -> None:
@@ -108,9 +130,6 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except KeyError as e:  # registry lookups name the unknown id
-        print(f"error: {e.args[0]}", file=sys.stderr)
-        return 2
     except RuntimeError as e:
         from study.baseline import TF32Leak
 
@@ -129,9 +148,10 @@ def replay(args) -> int:
     from study import results
 
     gpu = gpu_mod.GPU.from_json(args.gpu)
-    times = results.read(args.from_results, required=["kernel", "M", "N", "K", "ms"])
+    rows = results.read(args.from_results, required=["kernel", "M", "N", "K", "ms"])
     out = Path(args.out)
-    ledgers, model = derive(times, gpu, out, sass_df=None)
+    # the user asked for this replay: times that cannot be calibrated are bad input (exit 2)
+    ledgers, model = derive(measured_rows(rows, note=True), gpu, out, sass_df=None, require_calibration=True)
     print_tables(ledgers, model, gpu, "replayed from " + str(args.from_results))
     return 0
 
@@ -140,27 +160,47 @@ def without_gpu(args) -> int:
     out = Path(args.out)
     say("no CUDA device: measured nothing. Computing what needs no GPU (SASS, ledger arithmetic) "
         "and re-rendering the report from the recorded rows.")
-    sass_df = sass_step(args, out, arch=args.arch or "sm_90")
     recorded = REPO / "reports" / "data"
     rec_results, rec_gpu = recorded / "results.csv", recorded / "gpu.json"
-    if rec_results.is_file() and rec_gpu.is_file():
-        from study import gpu as gpu_mod
-        from study import results
-
-        gpu = gpu_mod.GPU.from_json(rec_gpu)
-        rows = results.read(rec_results)
-        data = out / "data"
-        data.mkdir(parents=True, exist_ok=True)
-        if data.resolve() != recorded.resolve():
-            for f in recorded.glob("*"):
-                if f.is_file() and not (data / f.name).exists():
-                    (data / f.name).write_bytes(f.read_bytes())
-        ledgers, model = derive(measured_rows(rows), gpu, out, sass_df=sass_df)
-        print_tables(ledgers, model, gpu, f"recorded rows from {rec_results.relative_to(REPO)}")
-        render(args, out, measured=False)
-    else:
+    if not (rec_results.is_file() and rec_gpu.is_file()):
+        sass_step(args, out, arch=args.arch or "sm_90")
         say(f"no recorded run in {recorded}: nothing to re-render")
+        return 0
+    from study import gpu as gpu_mod
+    from study import results
+
+    gpu = gpu_mod.GPU.from_json(rec_gpu)
+    rows = results.read(rec_results)
+    data = out / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    if data.resolve() != recorded.resolve():
+        copy_recorded(recorded, data)
+    sass_df = sass_step(args, out, arch=args.arch or "sm_90")
+    if sass_df is None:  # no fresh SASS: the recorded run's, so model.csv keeps its SASS row
+        sass_df = read_optional_csv(data / "sass.csv")
+    ledgers, model = derive(measured_rows(rows, note=True), gpu, out, sass_df=sass_df)
+    print_tables(ledgers, model, gpu, f"recorded rows from {rec_results.relative_to(REPO)}")
+    render(args, out, measured=False)
     return 0
+
+
+def copy_recorded(recorded: Path, data: Path) -> None:
+    """Every file of the recorded run into ``data``, overwriting: what ``data`` held before (another
+    run) must not mix with it. The steps that follow overwrite what they recompute."""
+    for f in sorted(recorded.iterdir()):
+        if f.is_file():
+            (data / f.name).write_bytes(f.read_bytes())
+
+
+def read_optional_csv(path: Path):
+    import pandas as pd
+
+    if not path.is_file():
+        return None
+    try:
+        return pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        return None
 
 
 def measure(args) -> int:
@@ -168,8 +208,12 @@ def measure(args) -> int:
 
     from study import baseline, bench, results
     from study import gpu as gpu_mod
+    from study import ledgers as led
 
     baseline.pin_fp32()
+    if "main" in args.experiment_list:  # before anything is timed: a shape that cannot fit is refused
+        free, _total = torch.cuda.mem_get_info()
+        check_fits(args.main_shape, free)
     out = Path(args.out)
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
@@ -207,7 +251,7 @@ def measure(args) -> int:
 
     def guard(k, shape, row):
         if k.impl == "cublas":  # TF32 must not leak into the denominator of every % of cuBLAS
-            speed = gflops_of(shape, row["ms"]) if row["ms"] != "" else 0.0
+            speed = led.gflops(*shape, row["ms"]) if row["ms"] != "" else 0.0
             baseline.guard(row["rel_err"], speed, peak)
 
     t0 = time.time()
@@ -240,10 +284,22 @@ def key(p, k) -> tuple:
     return (p.experiment, p.label, k.id, *shape)
 
 
-def gflops_of(shape, ms) -> float:
-    from study import ledgers
+def footprint_bytes(M: int, N: int, K: int) -> int:
+    """Device memory one measurement of M x N x K needs at once: the fp32 A, B and C, and the
+    float64 copies of A and B and the float64 reference C that the correctness check builds."""
+    elems = M * K + K * N + M * N
+    return 4 * elems + 8 * elems
 
-    return ledgers.gflops(*shape, ms)
+
+def check_fits(shape: tuple[int, int, int], free_bytes: int) -> None:
+    """InputError when ``shape`` needs more device memory than ``free_bytes``."""
+    need = footprint_bytes(*shape)
+    if need > free_bytes:
+        M, N, K = shape
+        raise InputError(
+            f"{M}x{N}x{K} needs {need / 2**30:.1f} GiB of device memory (fp32 A, B, C and their "
+            f"float64 reference for the check); {free_bytes / 2**30:.1f} GiB are free"
+        )
 
 
 def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -> None:
@@ -320,44 +376,116 @@ def measure_one(k, shape, flush, target_s, bench, torch, gpu_mod) -> dict:
     return {"row": row, "samples": clock.samples}
 
 
-def measured_rows(rows):
-    """Rows with a time (failed checks carry none)."""
-    import pandas as pd
+def measured_rows(rows, note: bool = False):
+    """Rows with a time: a kernel that failed its check has an empty ``ms`` and is left out (with
+    one line saying so when ``note``). A time that is there but not a number is kept, for the
+    ledgers to refuse by name."""
+    blank = rows["ms"].isna() | (rows["ms"].astype(str).str.strip() == "")
+    if note and blank.any():
+        counts = rows.loc[blank, "kernel"].astype(str).value_counts(sort=False)
+        which = ", ".join(f"{k} ({n} row{'s' if n > 1 else ''})" for k, n in counts.items())
+        say(f"left out {int(blank.sum())} row(s) without a time (a kernel that failed its check "
+            f"has none): {which}")
+    return rows[~blank].copy()
 
-    ms = pd.to_numeric(rows["ms"], errors="coerce")
-    return rows[ms.notna()].copy()
+
+# the model's steps, in order; each needs its kernels timed at one common shape
+MODEL_STEPS = ("exact calibration", "least-squares fit", "SASS prices", "leave-one-out")
 
 
-def derive(times, gpu, out: Path, sass_df):
-    """Ledgers and model from times (pure arithmetic), written to <out>/data/."""
+def derive(times, gpu, out: Path, sass_df, require_calibration: bool = False):
+    """Ledgers and model from times (pure arithmetic), written to <out>/data/.
+
+    ledgers.csv is always written. Each model step runs when its kernels were timed, and is
+    otherwise skipped with one line saying what it lacked (so a subset run still ends with its
+    ledgers): model.csv then has fewer rows (or none), loo.csv and model_sass.csv are absent.
+    With ``require_calibration`` (a replay the user asked for) times that cannot be calibrated
+    are an InputError instead, raised before anything is written.
+    """
     from study import ledgers as led
     from study import model
 
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
     table = led.ledger_table(with_tile_columns(times), gpu)
-    mtab = model.model_table(table)
-    table = model.apply(table, model.calibrate_exact(table))
+    skipped: dict[str, list[str]] = {}
+
+    def attempt(step, fn):
+        try:
+            return fn()
+        except InputError as e:  # the model's one complaint: too few kernels timed for this step
+            skipped.setdefault(str(e).removeprefix("cannot calibrate: "), []).append(step)
+            return None
+
+    if require_calibration:
+        exact = model.calibrate_exact(table)
+    else:
+        exact = attempt(MODEL_STEPS[0], lambda: model.calibrate_exact(table))
+    lstsq = attempt(MODEL_STEPS[1], lambda: model.fit_lstsq(table))
+    mtab = model.prices_table([p for p in (exact, lstsq) if p is not None])
+    if exact is not None:
+        table = model.apply(table, exact)
     if sass_df is not None and len(sass_df):
-        sass_model = model.fit_sass(table, sass_df)
-        mtab = model.with_sass(mtab, sass_model)
-        sass_model.predictions.to_csv(data / "model_sass.csv", index=False)
-    loo = model.leave_one_out(table)
-    loo.to_csv(data / "loo.csv", index=False)
+        sass_model = attempt(MODEL_STEPS[2], lambda: model.fit_sass(table, sass_df))
+        if sass_model is not None:
+            mtab = model.with_sass(mtab, sass_model)
+            sass_model.predictions.to_csv(data / "model_sass.csv", index=False)
+        else:  # not from another run's times
+            (data / "model_sass.csv").unlink(missing_ok=True)
+    loo = attempt(MODEL_STEPS[3], lambda: model.leave_one_out(table))
+    if loo is not None:
+        loo.to_csv(data / "loo.csv", index=False)
+    else:
+        (data / "loo.csv").unlink(missing_ok=True)
     table.to_csv(data / "ledgers.csv", index=False)
     mtab.to_csv(data / "model.csv", index=False)
+    for reason, steps in skipped.items():
+        say(f"model: skipped {', '.join(steps)} ({reason})")
     return table, mtab
 
 
 def with_tile_columns(times):
-    """BM/BN of the autotune winner (the ``config`` JSON) so its byte ledger has a tile."""
+    """BM/BN/BK of the autotune winner (the ``config`` JSON) so its byte ledger has a tile. A
+    config that is not a JSON object is ignored: that row has no tile from it."""
     if "config" not in times.columns:
         return times
     times = times.copy()
-    cfgs = [json.loads(c) if isinstance(c, str) and c.startswith("{") else {} for c in times["config"]]
-    for dim in ("BM", "BN"):
+    cfgs = [_config(c) for c in times["config"]]
+    for dim in ("BM", "BN", "BK"):
         times[dim] = [c.get(dim) for c in cfgs]
     return times
+
+
+def _config(text) -> dict:
+    if not (isinstance(text, str) and text.startswith("{")):
+        return {}
+    try:
+        cfg = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def tuned_configs(results_csv: Path) -> dict[str, dict]:
+    """The configuration each autotuned kernel ran with in the main experiment, from the rows on
+    disk, so its SASS describes the kernel that was timed."""
+    import pandas as pd
+
+    if not results_csv.is_file():
+        return {}
+    rows = pd.read_csv(results_csv, dtype={"config": str})
+    if not {"kernel", "experiment", "config"} <= set(rows.columns):
+        return {}
+    found = {}
+    for r in rows[rows["experiment"] == "main"].to_dict("records"):
+        k = kernels.BY_ID.get(str(r["kernel"]))
+        cfg = r["config"]
+        if k is not None and k.tuned and isinstance(cfg, str) and cfg.startswith("{"):
+            try:
+                found[k.id] = json.loads(cfg)
+            except ValueError:
+                continue
+    return found
 
 
 def sass_step(args, out: Path, arch: str):
@@ -367,7 +495,8 @@ def sass_step(args, out: Path, arch: str):
     from study import sass
 
     try:
-        df = sass.sass_table([k for k in args.kernel_list if k.impl != "cublas"], arch)
+        df = sass.sass_table([k for k in args.kernel_list if k.impl != "cublas"], arch,
+                             configs=tuned_configs(out / "data" / "results.csv"))
     except sass.SassUnavailable as e:
         say(f"SASS skipped: {e}")
         return None
@@ -397,7 +526,7 @@ FORMATS = {
     "pct_peak_sampled": "{:.2f}", "pct_cublas": "{:.1f}", "rel_err": "{:.1e}", "cadence": "{:.3f}",
     "cadence_sampled": "{:.3f}", "attainment_pct": "{:.1f}", "loads_per_fma": "{:.4f}",
     "cycles_per_load": "{:.2f}", "predicted_cadence": "{:.3f}", "model_error_pct": "{:+.1f}",
-    "triton_over_cuda": "{:.2f}", "p_ldg": "{:.3f}", "p_dist": "{:.3f}", "p_bcast": "{:.3f}",
+    "triton_over_cuda_gflops": "{:.2f}", "p_ldg": "{:.3f}", "p_dist": "{:.3f}", "p_bcast": "{:.3f}",
     "p_lds32": "{:.3f}", "p_lds128": "{:.3f}",
 }
 
@@ -414,17 +543,34 @@ def formatted(df):
     return df
 
 
+def twin_pairs() -> dict[str, str]:
+    """Triton kernel id -> the CUDA kernel it is compared with: one of ``kernels.twins_of``,
+    its own ``twin`` field where it has one (T5 mirrors K5's tile but is K6's twin)."""
+    pairs: dict[str, str] = {}
+    for c in kernels.by_impl("cuda"):
+        for t in kernels.twins_of(c.id):
+            if t.twin == c.id or t.id not in pairs:
+                pairs[t.id] = c.id
+    return pairs
+
+
 def main_table(ledgers):
-    """The main-experiment rows, with each Triton twin's time over its CUDA kernel's."""
+    """The main-experiment rows; each Triton kernel with its CUDA twin and ``triton_over_cuda_gflops``
+    (``ledgers.twin_ratio``: Triton GFLOP/s over the twin's at the same shape; > 1: Triton faster)."""
     import pandas as pd
+
+    from study import ledgers as led
 
     main = ledgers[ledgers["experiment"] == "main"] if "experiment" in ledgers.columns else ledgers
     main = (main if len(main) else ledgers).copy()
-    ms = dict(zip(main["kernel"], pd.to_numeric(main["ms"], errors="coerce")))
-    main["twin"] = [kernels.BY_ID[k].twin or "" if k in kernels.BY_ID else "" for k in main["kernel"]]
-    # < 1: the Triton twin is faster than the hand-written kernel with the same tile
-    main["triton_over_cuda"] = [ms[k] / ms[t] if t in ms else float("nan")
-                                for k, t in zip(main["kernel"], main["twin"])]
+    speed = {(k, m, n, kk): g for k, m, n, kk, g in zip(
+        main["kernel"], main["M"], main["N"], main["K"], pd.to_numeric(main["gflops"], errors="coerce"))}
+    pairs = twin_pairs()
+    main["twin"] = [pairs.get(k, "") for k in main["kernel"]]
+    main["triton_over_cuda_gflops"] = [
+        led.twin_ratio(speed[(k, m, n, kk)], speed[(t, m, n, kk)]) if (t, m, n, kk) in speed else float("nan")
+        for k, t, m, n, kk in zip(main["kernel"], main["twin"], main["M"], main["N"], main["K"])
+    ]
     return main
 
 
@@ -433,12 +579,15 @@ def print_tables(ledgers, model, gpu, origin: str) -> None:
     cols = ["kernel", "impl", "M", "N", "K", "ms", "p20_ms", "p80_ms", "gflops", "pct_peak",
             "pct_peak_sampled", "pct_cublas", "rel_err", "cadence", "cadence_sampled", "attainment_pct",
             "loads_per_fma", "cycles_per_load", "predicted_cadence", "model_error_pct", "twin",
-            "triton_over_cuda"]
+            "triton_over_cuda_gflops"]
     cols = [c for c in cols if c in main.columns]
     sampled = gpu.sampled_sm_clock_mhz
     print(f"\nMain table ({origin}); % of peak and cadence at {gpu.sm_clock_mhz:.0f} MHz (device max)"
           + (f", *_sampled at {sampled:.0f} MHz (median sampled)" if sampled else ""))
     print(formatted(main[cols]).to_string(index=False))
+    if model.empty:
+        print("\nUnit prices: none (the model was skipped; see above)")
+        return
     print("\nUnit prices (cycles per load, per warp-FMA):")
     mcols = [c for c in ("method", "p_ldg", "p_dist", "p_bcast", "p_lds32", "p_lds128", "kernels")
              if c in model.columns]

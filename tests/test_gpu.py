@@ -77,6 +77,26 @@ def test_json_bad_value(tmp_path, value):
     assert str(p) in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("key", ["sms", "sm_clock_mhz", "l2_bytes"])
+def test_json_integer_beyond_any_float_is_bad_input(tmp_path, key):
+    # json reads 10**400 as an int that math.isfinite cannot convert (OverflowError before)
+    text = Path(SEED_GPU).read_text()
+    data = json.loads(text)
+    p = tmp_path / "gpu.json"
+    p.write_text(text.replace(f'"{key}": {data[key]}', f'"{key}": 1{"0" * 400}'))
+    with pytest.raises(InputError, match=key) as e:
+        GPU.from_json(p)
+    assert "401 digits" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_json_integer_too_long_to_read_is_bad_input(tmp_path):
+    # past Python's int-digits cap json.loads raises a bare ValueError, not JSONDecodeError
+    p = tmp_path / "gpu.json"
+    p.write_text('{"sms": 1' + "0" * 5000 + "}")
+    with pytest.raises(InputError, match="not readable JSON"):
+        GPU.from_json(p)
+
+
 def test_json_not_json(tmp_path):
     p = tmp_path / "gpu.json"
     p.write_text("{not json")

@@ -114,6 +114,35 @@ def test_phases_round_up():
     assert ledgers.bytes_per_out(counted("K3"), 33) == 2 * 2 * 4 + 4
 
 
+def test_tile_bytes_round_phases_up_like_the_counted_ledger():
+    # K = 4097: 129 phases of 32, each loading 32 of A's and 32 of B's values per 32x32 outputs:
+    # 129 x 2 x 4 + 4 = 1036 bytes per output (4*K*(1/32+1/32)+4 would give 1028.25)
+    assert ledgers.bytes_per_out(counted("K3"), 4097) == 1036
+    assert ledgers.bytes_per_out_tile(32, 32, 4097) == 1036
+    assert ledgers.bytes_per_out_tile(32, 32, 4097, BK=32) == ledgers.bytes_per_out(counted("K3"), 4097)
+    # 32x128 at K = 4097: 129 x 32 x (1/32 + 1/128) x 4 + 4 = 649
+    assert ledgers.bytes_per_out_tile(32, 128, 4097) == ledgers.bytes_per_out(counted("K5"), 4097) == 649
+    # a 64-deep phase: ceil(4097/64) = 65 phases
+    assert ledgers.bytes_per_out_tile(64, 64, 4097, BK=64) == 65 * 64 * (2 / 64) * 4 + 4
+
+
+def test_t1_has_k2_s_byte_ledger(gpu4090):
+    # no on-chip reuse: two 4-byte loads per output per k plus the write, 8K + 4 = 32772 at 4096,
+    # not the 1028 its (32, 32, 1) launch tile would give
+    times = pd.DataFrame({"kernel": ["K2", "T1"], "M": 4096, "N": 4096, "K": 4096, "ms": [25.815, 30.0]})
+    t = ledgers.ledger_table(times, gpu4090).set_index("kernel")
+    assert t.at["T1", "bytes_per_out"] == 8 * 4096 + 4 == t.at["K2", "bytes_per_out"]
+    assert t.at["T1", "loads_per_fma"] == 2.0
+    assert math.isnan(t.at["T1", "req_per_fma"])  # the request ledger is K1/K2's alone
+
+
+def test_twin_ratio_is_triton_gflops_over_cuda_gflops():
+    assert ledgers.twin_ratio(6000.0, 4000.0) == 1.5  # > 1: the Triton twin is faster
+    # from times at one shape: GFLOP/s is 2MNK/t, so the ratio is t_cuda / t_triton
+    g_t, g_c = ledgers.gflops(4096, 4096, 4096, 2.0), ledgers.gflops(4096, 4096, 4096, 3.0)
+    assert ledgers.twin_ratio(g_t, g_c) == pytest.approx(1.5)
+
+
 # --- properties --------------------------------------------------------------------------------
 
 
@@ -198,8 +227,44 @@ def test_bad_time(gpu4090, bad):
 def test_bad_dimension(gpu4090):
     times = pd.read_csv(SEED_TIMES)
     times.loc[2, "N"] = 0
-    with pytest.raises(InputError, match="N of K2"):
+    with pytest.raises(InputError, match="N of K2") as e:
         ledgers.ledger_table(times, gpu4090)
+    assert str(e.value).endswith("got 0") and "np." not in str(e.value)
+
+
+def test_blank_time_is_named_plainly(gpu4090):
+    times = pd.read_csv(SEED_TIMES)
+    times.loc[3, "ms"] = float("nan")
+    with pytest.raises(InputError, match="K3 at 4096x4096x4096") as e:
+        ledgers.ledger_table(times, gpu4090)
+    assert str(e.value).endswith("got an empty cell") and "np." not in str(e.value)
+
+
+@pytest.mark.parametrize("value", [1e20, 2**31, float("inf")])
+def test_dimension_beyond_32_bits_is_refused(gpu4090, value):
+    times = pd.read_csv(SEED_TIMES).astype({"M": float})
+    times.loc[5, "M"] = value  # would wrap in astype(int64) or overflow the kernels' int sizes
+    with pytest.raises(InputError, match=r"M of K4 \(row 5\) must be at most 2147483647") as e:
+        ledgers.ledger_table(times, gpu4090)
+    assert "np." not in str(e.value)
+    times.loc[5, "M"] = 2**31 - 1  # the largest accepted
+    assert ledgers.ledger_table(times, gpu4090).at[5, "M"] == 2**31 - 1
+
+
+def test_messages_name_the_caller_s_row(gpu4090):
+    times = pd.read_csv(SEED_TIMES).iloc[2:].copy()  # rows 2.. of the file, as a filter keeps them
+    times.loc[4, "K"] = -1  # K3c, the 3rd row left
+    with pytest.raises(InputError, match=r"K of K3c \(row 4\)"):
+        ledgers.ledger_table(times, gpu4090)
+
+
+@pytest.mark.parametrize("bm", ["x", None, float("nan"), 0, -32, float("inf")])
+def test_tile_that_is_not_a_positive_number_counts_as_missing(gpu4090, bm):
+    times = pd.DataFrame({"kernel": ["TA", "T3"], "M": 4096, "N": 4096, "K": 4096, "ms": 3.0,
+                          "BM": [bm, bm], "BN": [64, 64]})
+    t = ledgers.ledger_table(times, gpu4090)
+    assert math.isnan(t.at[0, "bytes_per_out"])  # TA: no registry tile either
+    assert t.at[1, "bytes_per_out"] == 1028  # T3 falls back to its registry tile
 
 
 def test_unknown_kernel(gpu4090):

@@ -58,7 +58,9 @@ def test_model_errors(ledger, prices, kid):
 
 
 def test_apply_leaves_cublas_and_triton_blank(gpu4090, prices):
-    times = pd.DataFrame({"kernel": ["K0", "T3"], "M": 4096, "N": 4096, "K": 4096, "ms": [2.4, 20.0]})
+    # T1 has counts (K2's ledger) but is Triton: the counted prices are CUDA's, not its
+    times = pd.DataFrame({"kernel": ["K0", "T3", "T1"], "M": 4096, "N": 4096, "K": 4096,
+                          "ms": [2.4, 20.0, 30.0]})
     out = model.apply(ledgers.ledger_table(times, gpu4090), prices)
     assert out["predicted_cadence"].isna().all() and out["model_error_pct"].isna().all()
 
@@ -71,6 +73,19 @@ def test_predict_is_the_step_8_sum(prices):
 
 def test_lstsq_set_excludes_request_bound_and_128_bit():
     assert model.lstsq_kernels() == ["K2", "K3", "K3c", "K4", "K5"]
+
+
+def test_fits_stay_on_cuda_kernels_when_a_triton_kernel_is_counted(gpu4090):
+    # T1 carries K2's counts; timed far off the CUDA prices it must move neither fit
+    times = pd.concat([pd.read_csv(SEED_TIMES),
+                       pd.DataFrame([{"kernel": "T1", "M": 4096, "N": 4096, "K": 4096, "ms": 100.0}])])
+    led = ledgers.ledger_table(times, gpu4090)
+    assert kernels.get("T1").counted is not None and "T1" not in model.lstsq_kernels()
+    p = model.fit_lstsq(led)
+    assert p.kernels == ("K2", "K3", "K3c", "K4", "K5")
+    assert p == model.fit_lstsq(ledgers.ledger_table(pd.read_csv(SEED_TIMES), gpu4090))
+    assert list(model.leave_one_out(led)["kernel"]) == ["K2", "K3", "K3c", "K4", "K5"]
+    assert model.calibrate_exact(led).kernels == ("K2", "K3", "K4")
 
 
 def test_lstsq_recovers_planted_prices(gpu4090):
@@ -125,6 +140,21 @@ def test_cannot_calibrate_without_k3(gpu4090):
         model.calibrate_exact(led)
     with pytest.raises(InputError, match="K3"):
         model.model_table(led)
+
+
+def test_leave_one_out_needs_four_kernels(gpu4090):
+    times = pd.read_csv(SEED_TIMES)
+    led = ledgers.ledger_table(times[times["kernel"].isin(["K0", "K2", "K3", "K4"])], gpu4090)
+    assert model.fit_lstsq(led).kernels == ("K2", "K3", "K4")  # three prices from three kernels
+    with pytest.raises(InputError, match="cannot leave one out.*3 kernels \\(K2, K3, K4\\)"):
+        model.leave_one_out(led)
+
+
+def test_prices_table(ledger, prices):
+    empty = model.prices_table([])
+    assert empty.empty and list(empty.columns) == list(model.MODEL_TABLE_COLUMNS)
+    one = model.prices_table([prices])
+    assert list(one["method"]) == ["exact"] and model.Prices.from_row(one.iloc[0].to_dict()) == prices
 
 
 # --- the compiled ledger -------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from study import kernels
+from study.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,7 +35,7 @@ def test_counts_agree_with_the_tile(k):
     c = k.counted
     # every output takes one FMA per k, so a phase holds outputs x phase_k FMAs per thread
     assert c.fma_per_phase == c.outputs * c.phase_k
-    if k.tile:
+    if k.tile and k.impl == "cuda":  # T1's (32, 32, 1) is a launch tile: no shared-memory reuse
         bm, bn, bk = k.tile
         assert bk == c.phase_k == 32
         # the block's threads together own the block tile ...
@@ -43,6 +44,14 @@ def test_counts_agree_with_the_tile(k):
         assert c.elems_per_phase * k.threads == (bm + bn) * bk
         # a load instruction carries ldg_bits / 32 elements
         assert c.ldg_per_phase * (c.ldg_bits // 32) == c.elems_per_phase
+
+
+def test_t1_counts_are_k2_s_no_reuse_ledger():
+    # T1's SASS loop: 16 LDG.E per 8 FFMA, i.e. two global loads per FMA and no shared memory
+    t1, k2 = kernels.get("T1").counted, kernels.get("K2").counted
+    assert (t1.lds_dist, t1.lds_bcast, t1.ldg_per_phase / t1.fma_per_phase) == (0, 0, 2)
+    assert (t1.elems_per_phase, t1.outputs, t1.phase_k) == (k2.elems_per_phase, k2.outputs, k2.phase_k)
+    assert t1.req_per_fma is None  # the request ledger is K1/K2's alone
 
 
 def test_k1_k2_request_ledger():
@@ -76,5 +85,35 @@ def test_k6_constraint_message_names_the_rule():
 
 def test_select():
     assert [k.id for k in kernels.select("K1,K6")] == ["K0", "K1", "K6"]
-    with pytest.raises(KeyError, match="K9"):
+    with pytest.raises(InputError, match="K9"):
         kernels.select("K1,K9")
+    with pytest.raises(InputError, match="empty"):
+        kernels.select(" , ")
+
+
+def test_unknown_id_is_bad_input_not_a_key_error():
+    with pytest.raises(InputError, match="unknown kernel id 'K9'; known: K0") as e:
+        kernels.get("K9")
+    assert isinstance(e.value, ValueError) and not isinstance(e.value, KeyError)
+
+
+def test_select_takes_a_repeated_id_once_in_first_order():
+    assert [k.id for k in kernels.select("K3,K3")] == ["K0", "K3"]
+    assert [k.id for k in kernels.select("K6,K1,K6,K0,K1")] == ["K6", "K1", "K0"]
+
+
+@pytest.mark.parametrize("cuda, triton", [
+    ("K1", []), ("K2", ["T1"]), ("K3", ["T3", "T3p"]), ("K3c", ["T3c", "T3cp"]), ("K4", ["T4", "T4p"]),
+    ("K5", ["T5", "T5p"]),  # same tile and threads, although their twin field names K6
+    ("K6", ["T5", "T5p"]),
+])
+def test_twins_of(cuda, triton):
+    assert [t.id for t in kernels.twins_of(cuda)] == triton
+
+
+def test_every_twin_field_is_found_by_twins_of():
+    for t in kernels.by_impl("triton"):
+        if t.twin:
+            assert t in kernels.twins_of(t.twin)
+    with pytest.raises(InputError, match="K9"):
+        kernels.twins_of("K9")

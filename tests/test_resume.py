@@ -73,3 +73,19 @@ def test_reused_rows_keep_their_numbers(tmp_path):
     memo = results.measured(rows.path)
     r = memo[("K1", (4096, 4096, 4096))]["row"]
     assert r["ms"] == 1.0 and r["rel_err"] == 1e-7 and r["config"] == ""
+
+
+def test_append_many_writes_a_batch_with_one_fsync(tmp_path, monkeypatch):
+    synced = []
+    real = results.os.fsync
+    monkeypatch.setattr(results.os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    f = results.ResultsFile(tmp_path / "clocks.csv", results.CLOCK_COLUMNS)
+    f.append_many({"run_id": "r1", "kernel": "K1", "t_s": i / 20, "sm_clock_mhz": 1980.0} for i in range(50))
+    assert len(synced) == 1
+    f.append_many([])
+    assert len(synced) == 1  # nothing to write, nothing synced
+    f.append({"run_id": "r1", "kernel": "K2", "t_s": 0.0, "sm_clock_mhz": 1975.0})
+    assert len(synced) == 2
+    df = pd.read_csv(f.path)
+    assert list(df.columns) == results.CLOCK_COLUMNS  # one header
+    assert len(df) == 51 and list(df["kernel"][-2:]) == ["K1", "K2"] and df["t_s"].iloc[49] == 2.45
