@@ -3,8 +3,9 @@
 ``render(out)`` reads ``<out>/data/`` (results.csv always; the ledgers, the model, the SASS, the
 clock samples and the GPU description when present) and writes ``<out>/REPORT.md`` and
 ``<out>/figures/*.png``. It only reads: it never launches a kernel, never imports torch, never
-touches a GPU. A missing input makes its section say so instead of failing, and every finding
-sentence is computed from the rows, so the same code reports on any GPU.
+touches a GPU. A missing or malformed input makes its section say so instead of failing (a table
+without the columns it needs counts as missing; a figure or section that still fails says why in
+its place), and every finding sentence is computed from the rows, so the same code reports on any GPU.
 
 Re-render a recorded run without a GPU: ``python -m study.report reports``.
 """
@@ -12,7 +13,6 @@ Re-render a recorded run without a GPU: ``python -m study.report reports``.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import math
 import sys
@@ -21,29 +21,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
-matplotlib.use("Agg")  # files only, never a display: chosen before pyplot is imported
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from study import experiments, ledgers, model  # noqa: E402
-from study import kernels as registry  # noqa: E402
-from study import results as results_io  # noqa: E402
-from study.errors import InputError  # noqa: E402
-from study.gpu import GPU, fp32_lanes_per_sm  # noqa: E402
+from study import experiments, ledgers, model
+from study import kernels as registry
+from study import results as results_io
+from study.errors import InputError
+from study.gpu import GPU, fp32_lanes_per_sm
 
 REPO = Path(__file__).resolve().parent.parent
-DATA_FILES = {  # optional inputs beside results.csv: key -> file name in <out>/data/
-    "ledgers": "ledgers.csv",
-    "model": "model.csv",
-    "loo": "loo.csv",
-    "model_sass": "model_sass.csv",
-    "sass": "sass.csv",
-    "cvc": "counted_vs_compiled.csv",
-    "clocks": "clocks.csv",
+DATA_FILES = {  # optional inputs beside results.csv: key -> (file in <out>/data/, columns it must have)
+    "ledgers": ("ledgers.csv", ("kernel", "impl", "M", "N", "K", "gflops", "cadence")),
+    "model": ("model.csv", ("method", "p_ldg", "p_dist", "p_bcast")),
+    "loo": ("loo.csv", ("kernel",)),
+    "model_sass": ("model_sass.csv", ("kernel", "predicted_cadence")),
+    "sass": ("sass.csv", ("kernel",)),
+    "cvc": ("counted_vs_compiled.csv", ("kernel",)),
+    "clocks": ("clocks.csv", ("kernel", "t_s", "sm_clock_mhz")),
 }
+RESULTS_REQUIRED = ["experiment", "label", "kernel", "M", "N", "K", "ms"]
+# every other column of every input is a number: a text cell there becomes NaN and prints as "–"
+TEXT_COLUMNS = frozenset(
+    {"experiment", "label", "kernel", "impl", "config", "method", "kernels", "arch", "symbol",
+     "occupancy_limited_by", "error", "flag", "explanation"}
+    | {"gpu", "cc", "torch", "triton", "cuda", "driver", "commit", "host", "run_id", "timestamp"}
+)
 SEED_TIMES, SEED_GPU = "rtx4090_seed.csv", "rtx4090_seed_gpu.json"
 BAND_PCT = 10.0  # the model's "within" band, in percent
 IMPLS = ("cuda", "triton", "cublas")
@@ -76,14 +82,9 @@ class Run:
 
 def load(out_dir: Path, seed_dir: Path | None = None) -> Run:
     data = Path(out_dir) / "data"
-    res = results_io.read(
-        data / "results.csv", required=["experiment", "label", "kernel", "M", "N", "K", "ms"]
-    )
-    res["label"] = res["label"].astype(str)
-    res["kernel"] = res["kernel"].astype(str)
-    res["ms"] = pd.to_numeric(res["ms"], errors="coerce")
+    res = _typed(results_io.read(data / "results.csv", required=RESULTS_REQUIRED))
     tables, missing = {}, {}
-    for key, name in DATA_FILES.items():
+    for key, (name, required) in DATA_FILES.items():
         path = data / name
         if not path.is_file():
             missing[key] = f"{name} {NOT_IN_RUN}"
@@ -91,18 +92,30 @@ def load(out_dir: Path, seed_dir: Path | None = None) -> Run:
         try:
             df = pd.read_csv(path)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-            missing[key] = f"{name} is not a readable CSV ({str(e).splitlines()[0]})"
+            missing[key] = f"{name} is not a readable CSV ({_first_line(e)})"
             continue
-        if df.empty:
+        lacks = [c for c in required if c not in df.columns]
+        if lacks:
+            missing[key] = f"{name} lacks column{'s' * (len(lacks) > 1)} {', '.join(lacks)}"
+        elif df.empty:
             missing[key] = f"{name} has no rows"
-            continue
-        if "kernel" in df.columns:
-            df["kernel"] = df["kernel"].astype(str)
-        tables[key] = df
+        else:
+            tables[key] = _typed(df)
     gpu, source = _load_gpu(data, res)
     run = Run(Path(out_dir), res, _measure(res, gpu), gpu, source, tables, missing)
     _load_seed(run, seed_dir)
     return run
+
+
+def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    """Kernel ids and labels as text, every column not in TEXT_COLUMNS as numbers."""
+    df = df.copy()
+    for c in df.columns:
+        if c in ("kernel", "label"):
+            df[c] = df[c].astype(str)
+        elif c not in TEXT_COLUMNS:
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+    return df
 
 
 def _load_gpu(data: Path, res: pd.DataFrame) -> tuple[GPU | None, str]:
@@ -128,10 +141,10 @@ def _load_gpu(data: Path, res: pd.DataFrame) -> tuple[GPU | None, str]:
                 }
             )
             source += ": constants from the provenance columns of results.csv (no L2 size)"
-        except (KeyError, TypeError, ValueError, InputError) as e:
+        except (IndexError, KeyError, TypeError, ValueError, InputError) as e:
             return None, source + f", and the provenance columns are incomplete ({e})"
     if not gpu.sampled_sm_clock_mhz:
-        clocks = pd.to_numeric(_main(res).get("sm_clock_mhz", pd.Series(dtype=float)), errors="coerce")
+        clocks = _col(_main(res), "sm_clock_mhz")
         if clocks.gt(0).any():
             gpu = gpu.with_sampled_clock(float(clocks[clocks > 0].median()))
     return gpu, source
@@ -146,7 +159,9 @@ def _cc_text(cc) -> str:
 
 def _measure(res: pd.DataFrame, gpu: GPU | None) -> pd.DataFrame:
     """The measured figures of every timed row (the one measured input is the median time)."""
-    timed = res[res["ms"].gt(0) & res["kernel"].isin(registry.IDS)].copy()
+    dims = res[["M", "N", "K"]]
+    ok = dims.ge(1).all(axis=1) & dims.eq(dims.round()).all(axis=1) & np.isfinite(res["ms"])
+    timed = res[ok & res["ms"].gt(0) & res["kernel"].isin(registry.IDS)].copy()
     if timed.empty:
         return timed.assign(gflops=pd.Series(dtype=float), pct_cublas=pd.Series(dtype=float))
     if gpu is not None:
@@ -206,16 +221,25 @@ def _ledger_main(run: Run) -> pd.DataFrame:
     return _main(run.tables["ledgers"])
 
 
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    """Column ``name`` as numbers; all NaN where the table has no such column."""
+    if name not in df.columns:
+        return pd.Series(np.nan, index=df.index, dtype=float)
+    return pd.to_numeric(df[name], errors="coerce")
+
+
+def _first_line(e: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+
+
 def _num(x, fmt: str = "{:.1f}") -> str:
     try:
         v = float(x)
     except (TypeError, ValueError):
         return "–"
     return fmt.format(v) if math.isfinite(v) else "–"
-
-
-def _pct(x, fmt: str = "{:.1f}%") -> str:
-    return _num(x, fmt)
 
 
 def _shape(M, N, K) -> str:
@@ -230,7 +254,7 @@ def _md(header: list[str], rows: list[list]) -> list[str]:
 
 
 def _missing(what: str, why: str) -> list[str]:
-    return [f"*{what}: {NOT_IN_RUN} — {why}.*", ""]
+    return [f"*{what}: {why}.*", ""]
 
 
 def _prov(run: Run, col: str) -> str:
@@ -265,6 +289,24 @@ def _labels(experiment: str) -> list[tuple[str, tuple[int, int, int]]]:
     return [(p.label, (p.M, p.N, p.K)) for p in experiments.points(experiment)]
 
 
+def _labels_in(df: pd.DataFrame, experiment: str) -> list[tuple[str, tuple[int, int, int]]]:
+    """The labels ``df`` holds, in the experiment's order; labels it does not define follow, each
+    with the shape of its first row."""
+    known = [(lab, s) for lab, s in _labels(experiment) if lab in set(df["label"])]
+    extra = df[~df["label"].isin([lab for lab, _ in known])].drop_duplicates("label")
+    return known + [(str(r.label), (r.M, r.N, r.K)) for r in extra.itertuples()]
+
+
+def _footprint(n: float) -> float:
+    """Bytes of A, B and C at M = N = K = n in FP32: 3·n²·4."""
+    return 3 * n * n * 4
+
+
+def _fits_l2(l2_bytes: float) -> float:
+    """The n whose footprint equals ``l2_bytes``."""
+    return math.sqrt(l2_bytes / _footprint(1))
+
+
 def _spaced(label: str) -> str:
     """'n=4097' -> 'n = 4097' for prose."""
     return label.replace("=", " = ")
@@ -274,12 +316,17 @@ def _spaced(label: str) -> str:
 # Figures: one small function each; ``_finish`` titles and saves them all the same way.
 
 
+def _figure(figsize: tuple[float, float], ncols: int = 1):
+    """A figure of its own, outside pyplot: it needs no backend and nothing is left open."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(1, ncols)
+
+
 def _finish(fig, run: Run, title: str, fig_dir: Path, name: str) -> Path:
     fig.suptitle(f"{title} — {_gpu_name(run)}", fontsize=11)
     fig.tight_layout()
     path = fig_dir / f"{name}.png"
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
@@ -287,7 +334,7 @@ def fig_throughput(run: Run, fig_dir: Path) -> Path:
     df = _main(run.measured)
     if df.empty:
         raise Skip("no timed row in the main experiment")
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, ax = _figure((10, 4.5))
     sns.barplot(
         df,
         x="kernel",
@@ -319,7 +366,7 @@ def fig_roofline(run: Run, fig_dir: Path) -> Path:
         raise Skip("no kernel with an arithmetic intensity" if run.gpu else "no GPU constants")
     bw, peak = run.gpu.dram_gbps(), run.gpu.peak_gflops()
     x = np.logspace(np.log10(pts["ai"].min() / 2), np.log10(max(pts["ai"].max() * 2, 2 * peak / bw)), 200)
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, ax = _figure((8, 5.5))
     ax.plot(x, x * bw, c="0.3", lw=1.2, label=f"DRAM roof: AI × {bw:,.0f} GB/s")
     ax.axhline(peak, c="0.3", ls="--", lw=1.2, label=f"FP32 roof: {peak:,.0f} GFLOP/s (max clock)")
     cub = led[led["impl"] == "cublas"]["gflops"].dropna()
@@ -359,7 +406,7 @@ def fig_model(run: Run, fig_dir: Path) -> Path:
         pts[["measured", "predicted"]].max().max() * 1.5,
     )
     x = np.logspace(np.log10(lo), np.log10(hi), 50)
-    fig, ax = plt.subplots(figsize=(7, 6))
+    fig, ax = _figure((7, 6))
     ax.fill_between(
         x, x * (1 - BAND_PCT / 100), x * (1 + BAND_PCT / 100), color="0.85", label=f"±{BAND_PCT:.0f}%"
     )
@@ -393,7 +440,7 @@ def fig_loads_per_fma(run: Run, fig_dir: Path) -> Path:
     ids = sorted(set(counted.get("kernel", [])) | set(sass.get("kernel", [])), key=_order)
     pos = {k: i for i, k in enumerate(ids)}
     pal = sns.color_palette("deep")
-    fig, ax = plt.subplots(figsize=(max(7, 0.7 * len(ids)), 4.8))
+    fig, ax = _figure((max(7, 0.7 * len(ids)), 4.8))
     w = 0.38
     for frame, dx, parts, hatch in (
         (counted, -w / 2, ("dist", "bcast", "ldg"), None),
@@ -407,7 +454,7 @@ def fig_loads_per_fma(run: Run, fig_dir: Path) -> Path:
                     pos[r["kernel"]] + dx, r[p], w, bottom=bottom, color=color, hatch=hatch, edgecolor="white"
                 )
                 bottom += r[p]
-    handles = [plt.Rectangle((0, 0), 1, 1, color=pal[i]) for i in (0, 1, 2, 4)]
+    handles = [Rectangle((0, 0), 1, 1, color=pal[i]) for i in (0, 1, 2, 4)]
     ax.legend(
         handles,
         [
@@ -430,8 +477,8 @@ def fig_shapes(run: Run, fig_dir: Path) -> Path:
     df = _exp(run.measured, "shapes")
     if df.empty:
         raise Skip(f"the shapes experiment (E3) is {NOT_IN_RUN}")
-    order = [lab for lab, _ in _labels("shapes") if lab in set(df["label"])]
-    fig, ax = plt.subplots(figsize=(11, 5))
+    order = [lab for lab, _ in _labels_in(df, "shapes")]
+    fig, ax = _figure((11, 5))
     sns.barplot(_sorted(df), x="label", y="gflops", hue="kernel", order=order, palette="tab20", ax=ax)
     ax.set(yscale="log", xlabel="shape", ylabel="throughput (GFLOP/s, log scale)")
     ax.legend(fontsize=7, ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left")
@@ -445,7 +492,7 @@ def fig_strides(run: Run, fig_dir: Path) -> Path:
     (la, _), (lb, _) = _labels("strides")
     long = tab.melt(id_vars="kernel", value_vars=["ms_a", "ms_b"], var_name="n", value_name="ms")
     long["n"] = long["n"].map({"ms_a": la, "ms_b": lb})
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (a1, a2) = _figure((12, 4.5), ncols=2)
     sns.barplot(long, x="kernel", y="ms", hue="n", ax=a1)
     a1.set(yscale="log", xlabel="kernel", ylabel="median time (ms, log scale)")
     a1.tick_params(axis="x", rotation=60)
@@ -460,17 +507,12 @@ def fig_sizes(run: Run, fig_dir: Path) -> Path:
     df = _exp(run.measured, "sizes")
     if df.empty:
         raise Skip(f"the sizes experiment (E2) is {NOT_IN_RUN}")
-    fig, ax = plt.subplots(figsize=(9, 5))
+    fig, ax = _figure((9, 5))
     sns.lineplot(_sorted(df), x="M", y="gflops", hue="kernel", marker="o", palette="tab20", ax=ax)
     l2 = run.gpu.l2_bytes if run.gpu else None
     if l2:
-        ax.axvline(
-            math.sqrt(l2 / 12),
-            c="k",
-            ls="--",
-            lw=1,
-            label=f"3·n²·4 B = L2 ({l2 / 2**20:.0f} MiB) at n = {math.sqrt(l2 / 12):.0f}",
-        )
+        n = _fits_l2(l2)
+        ax.axvline(n, c="k", ls="--", lw=1, label=f"3·n²·4 B = L2 ({l2 / 2**20:.0f} MiB) at n = {n:.0f}")
     ax.set_xscale("log", base=2)
     ns = sorted(set(int(n) for n in df["M"]))
     ax.set_xticks(ns, [str(n) for n in ns])
@@ -484,7 +526,7 @@ def fig_clocks(run: Run, fig_dir: Path) -> Path:
     if "clocks" not in run.tables:
         raise Skip(run.missing.get("clocks", f"clocks.csv {NOT_IN_RUN}"))
     tr = _clock_trace(run.tables["clocks"])
-    fig, ax = plt.subplots(figsize=(11, 4.5))
+    fig, ax = _figure((11, 4.5))
     sns.lineplot(
         tr,
         x="t",
@@ -521,16 +563,18 @@ FIGURES: dict[str, Callable[[Run, Path], Path]] = {
 
 
 def make_figures(run: Run, fig_dir: Path) -> None:
+    """Draw every figure; one that fails is recorded as skipped with the reason, never fatal."""
     fig_dir.mkdir(parents=True, exist_ok=True)
-    with plt.rc_context():
+    with matplotlib.rc_context():
         sns.set_theme(style="whitegrid", context="paper")
         for name, fn in FIGURES.items():
             try:
                 path = fn(run, fig_dir)
                 run.figures[name] = (f"figures/{path.name}", "")
             except Skip as e:
-                plt.close("all")
                 run.figures[name] = (None, str(e))
+            except Exception as e:  # an input this figure did not foresee costs that figure only
+                run.figures[name] = (None, f"could not be drawn ({_first_line(e)})")
 
 
 def _figref(run: Run, name: str) -> list[str]:
@@ -702,11 +746,7 @@ def section_provenance(run: Run, measured: bool) -> list[str]:
         else "re-rendered from recorded rows: nothing was measured while writing this report"
     )
     lines = [
-        f"# SGEMM ledgers on {_gpu_name(run)}",
-        "",
-        "## Provenance",
-        "",
-        f"- **Status:** {status} (rendered {_dt.datetime.now().isoformat(timespec='seconds')}).",
+        f"- **Status:** {status}.",
         f"- **GPU:** {_gpu_name(run)}"
         + (f", compute capability {g.cc}" if g and g.cc else "")
         + (f", {g.sms} SMs × {g.fp32_lanes_per_sm} FP32 lanes" if g else "")
@@ -746,12 +786,12 @@ def section_provenance(run: Run, measured: bool) -> list[str]:
     ]
     absent = [why for why in run.missing.values()] + ([run.seed_note] if run.seed_note else [])
     if absent:
-        lines += ["", "Inputs " + NOT_IN_RUN + " (their sections say so): " + "; ".join(absent) + "."]
+        lines += ["", "Inputs absent or unusable (their sections say so): " + "; ".join(absent) + "."]
     return lines + [""]
 
 
 def section_main(run: Run) -> list[str]:
-    lines = ["## Main table", ""]
+    lines = []
     main = _main(run.measured)
     failed = _main(run.results[run.results["ms"].isna()])
     if main.empty and failed.empty:
@@ -779,9 +819,9 @@ def section_main(run: Run) -> list[str]:
                 r["impl"],
                 f"{r['ms']:.3f} ({_num(r.get('p20_ms'), '{:.3f}')}–{_num(r.get('p80_ms'), '{:.3f}')})",
                 _num(r["gflops"]),
-                _pct(r.get("pct_peak")),
-                _pct(r.get("pct_peak_sampled")),
-                _pct(r.get("pct_cublas")),
+                _num(r.get("pct_peak"), "{:.1f}%"),
+                _num(r.get("pct_peak_sampled"), "{:.1f}%"),
+                _num(r.get("pct_cublas"), "{:.1f}%"),
                 _num(r.get("cadence"), "{:.3f}"),
                 _num(r.get("cadence_sampled"), "{:.3f}"),
                 _num(r.get("rel_err"), "{:.1e}"),
@@ -855,22 +895,19 @@ def _config_text(cfg) -> str:
 
 
 def section_twins(run: Run) -> list[str]:
-    lines = ["## Triton twins", ""]
+    lines = []
     main = _by_kernel(_main(run.measured))
-    tritons = registry.by_impl("triton")
     base = next((r for r in main.values() if r["impl"] == "cublas"), None)
     rows, unpiped, piped = [], [], []
     for c in registry.by_impl("cuda"):
-        twins = [
-            t for t in tritons if t.twin == c.id or (c.tile and t.tile == c.tile and t.threads == c.threads)
-        ]
+        twins = registry.twins_of(c.id)
         if not twins or c.id not in main:
             continue
         u = next((t for t in twins if (t.num_stages or 1) == 1 and t.id in main), None)
         p = next((t for t in twins if (t.num_stages or 1) > 1 and t.id in main), None)
         cg = main[c.id]["gflops"]
-        ru = main[u.id]["gflops"] / cg if u else math.nan
-        rp = main[p.id]["gflops"] / cg if p else math.nan
+        ru = ledgers.twin_ratio(main[u.id]["gflops"], cg) if u else math.nan
+        rp = ledgers.twin_ratio(main[p.id]["gflops"], cg) if p else math.nan
         unpiped.append(ru)
         piped.append(rp)
         tile = f"{c.tile[0]}×{c.tile[1]}×{c.tile[2]}" if c.tile else "none"
@@ -894,7 +931,8 @@ def section_twins(run: Run) -> list[str]:
         "Each Triton twin keeps its CUDA kernel's block tile and threads per block "
         '(num_warps = threads ÷ 32) and computes in exact FP32 (`input_precision="ieee"`), so the '
         "ratio isolates who writes the code inside the tile. Unpipelined: `num_stages=1`, like the "
-        "CUDA kernels; pipelined: Triton's software pipelining. Throughput in GFLOP/s at the main shape.",
+        "CUDA kernels; pipelined: Triton's software pipelining. Throughput in GFLOP/s at the main shape; "
+        "Triton ÷ CUDA is the Triton twin's GFLOP/s over its CUDA kernel's (above 1: Triton is faster).",
         "",
     ]
     lines += _md(
@@ -915,7 +953,8 @@ def section_twins(run: Run) -> list[str]:
     for k in tuned:
         r = main[k.id]
         lines += [
-            f"Autotuned Triton ({k.id}): {r['gflops']:,.0f} GFLOP/s, {_pct(r.get('pct_cublas'))} of cuBLAS; "
+            f"Autotuned Triton ({k.id}): {r['gflops']:,.0f} GFLOP/s, "
+            f"{_num(r.get('pct_cublas'), '{:.1f}%')} of cuBLAS; "
             f"winning config: {_config_text(r.get('config'))}.",
             "",
         ]
@@ -937,7 +976,7 @@ def section_twins(run: Run) -> list[str]:
 
 
 def section_ledgers(run: Run) -> list[str]:
-    lines = ["## Ledgers", ""]
+    lines = []
     try:
         led = _ledger_main(run)
     except Skip as e:
@@ -967,7 +1006,7 @@ def section_ledgers(run: Run) -> list[str]:
             _num(r.get("bytes_per_out"), "{:.0f}"),
             _num(r.get("ai"), "{:.3f}"),
             _num(r.get("roof_gflops"), "{:,.0f}"),
-            _pct(r.get("attainment_pct")),
+            _num(r.get("attainment_pct"), "{:.1f}%"),
             _num(r.get("cycles_per_load"), "{:.2f}"),
             _num(r.get("req_per_fma"), "{:g}"),
             _num(r.get("cycles_per_request"), "{:.2f}"),
@@ -1011,7 +1050,7 @@ def section_ledgers(run: Run) -> list[str]:
 
 
 def section_model(run: Run) -> list[str]:
-    lines = ["## Calibration and model", ""]
+    lines = []
     mt = run.tables.get("model")
     lines += [
         "Predicted cadence = P_dist·dist + P_bcast·bcast + P_ldg·ldg (cycles per warp-FMA per SM). "
@@ -1058,6 +1097,8 @@ def section_model(run: Run) -> list[str]:
             ["kernel", "role", "measured", "exact", "error", "lstsq", "error", "sass", "error"], rows
         )
         lines += _model_finding(pr)
+    if "model_sass" in run.missing:
+        lines += [f"*SASS-priced predictions: {run.missing['model_sass']}.*", ""]
     loo = run.tables.get("loo")
     lines += ["### Leave-one-out", ""]
     if loo is None:
@@ -1075,15 +1116,13 @@ def section_model(run: Run) -> list[str]:
         ]
         lines += ["Least squares refitted without each kernel, then used to predict it.", ""]
         lines += _md(["kernel left out", "measured", "predicted", "error"], rows)
-        if ecol:
+        if ecol and loo[ecol].notna().any():
             worst = loo.loc[loo[ecol].abs().idxmax()]
             lines += [
                 f"**Finding:** predicting each kernel from the others, the largest error is "
                 f"{worst[ecol]:+.1f}% ({worst['kernel']}).",
                 "",
             ]
-    if "model_sass" in run.missing:
-        lines += [f"*SASS-priced predictions: {run.missing['model_sass']}.*", ""]
     return lines + _figref(run, "model")
 
 
@@ -1095,8 +1134,9 @@ def _price_shift(mt: pd.DataFrame) -> list[str]:
     moves = ", ".join(
         f"{n} {e[c]:.2f} → {q[c]:.2f} ({_err(q[c], e[c]):+.0f}%)"
         for n, c in (("P_dist", "p_dist"), ("P_bcast", "p_bcast"), ("P_ldg", "p_ldg"))
+        if np.isfinite(e[c]) and np.isfinite(q[c])
     )
-    return [f"**Finding:** least squares moves the prices {moves}.", ""]
+    return [f"**Finding:** least squares moves the prices {moves}.", ""] if moves else []
 
 
 def _model_finding(pr: pd.DataFrame) -> list[str]:
@@ -1132,7 +1172,7 @@ def _model_finding(pr: pd.DataFrame) -> list[str]:
 
 
 def section_sass(run: Run) -> list[str]:
-    lines = ["## Occupancy and SASS", ""]
+    lines = []
     s = run.tables.get("sass")
     if s is None:
         return lines + _missing("the SASS histogram and occupancy", run.missing.get("sass", "sass.csv"))
@@ -1234,7 +1274,7 @@ def _op_name(col: str) -> str:
 
 
 def section_counted(run: Run) -> list[str]:
-    lines = ["## Counted vs compiled", ""]
+    lines = []
     c = run.tables.get("cvc")
     if c is None:
         return lines + _missing(
@@ -1284,7 +1324,7 @@ def _truthy(v) -> bool:
 
 
 def section_sizes(run: Run) -> list[str]:
-    lines = ["### E2 sizes", ""]
+    lines = []
     df = _exp(run.measured, "sizes")
     if df.empty:
         return (
@@ -1294,18 +1334,17 @@ def section_sizes(run: Run) -> list[str]:
         )
     ns = sorted(set(int(n) for n in df["M"]))
     l2 = run.gpu.l2_bytes if run.gpu else None
-    fp = lambda n: 3 * n * n * 4  # noqa: E731  A, B and C in FP32
     piv = df.pivot_table(index="kernel", columns="M", values="gflops", aggfunc="median")
     rows = [
         [k, *[_num(piv.at[k, n]) if n in piv.columns else "–" for n in ns]]
         for k in sorted(piv.index, key=_order)
     ]
     lines += ["GFLOP/s per square size n (M = N = K); the footprint of A, B and C is 3·n²·4 bytes.", ""]
-    lines += _md(["kernel", *[f"n = {n} ({fp(n) / 1e6:.1f} MB)" for n in ns]], rows)
+    lines += _md(["kernel", *[f"n = {n} ({_footprint(n) / 1e6:.1f} MB)" for n in ns]], rows)
     if not l2:
         lines += ["*Where the footprint leaves the L2: the L2 size is " + NOT_IN_RUN + " (gpu.json).*", ""]
     else:
-        inside, outside = [n for n in ns if fp(n) <= l2], [n for n in ns if fp(n) > l2]
+        inside, outside = [n for n in ns if _footprint(n) <= l2], [n for n in ns if _footprint(n) > l2]
         if inside and outside:
             a, b = max(inside), min(outside)
             chg = (
@@ -1330,7 +1369,7 @@ def section_sizes(run: Run) -> list[str]:
                 )
             lines += [
                 f"**Finding:** the footprint leaves the {l2 / 2**20:.0f} MiB L2 between n = {a} "
-                f"({fp(a) / 1e6:.1f} MB) and n = {b} ({fp(b) / 1e6:.1f} MB)"
+                f"({_footprint(a) / 1e6:.1f} MB) and n = {b} ({_footprint(b) / 1e6:.1f} MB)"
                 + (f"; across that step {' and '.join(steps)}" if steps else "")
                 + ".",
                 "",
@@ -1339,14 +1378,14 @@ def section_sizes(run: Run) -> list[str]:
             where = "inside" if inside else "outside"
             lines += [
                 f"**Finding:** every measured size lies {where} the {l2 / 2**20:.0f} MiB L2 "
-                f"(footprints {fp(ns[0]) / 1e6:.1f}–{fp(ns[-1]) / 1e6:.1f} MB).",
+                f"(footprints {_footprint(ns[0]) / 1e6:.1f}–{_footprint(ns[-1]) / 1e6:.1f} MB).",
                 "",
             ]
     return lines + _figref(run, "sizes")
 
 
 def section_shapes(run: Run) -> list[str]:
-    lines = ["### E3 shapes", ""]
+    lines = []
     df = _exp(run.measured, "shapes")
     if df.empty:
         return (
@@ -1354,7 +1393,7 @@ def section_shapes(run: Run) -> list[str]:
             + _missing("the shape sweep", "results.csv has no row with experiment = shapes")
             + _figref(run, "shapes")
         )
-    labels = [(lab, s) for lab, s in _labels("shapes") if lab in set(df["label"])]
+    labels = _labels_in(df, "shapes")
     piv = df.pivot_table(index="kernel", columns="label", values="gflops", aggfunc="median")
     rows = [
         [k, *[_num(piv.at[k, lab]) if lab in piv.columns else "–" for lab, _ in labels]]
@@ -1396,7 +1435,7 @@ def section_shapes(run: Run) -> list[str]:
 
 def section_strides(run: Run) -> list[str]:
     (la, _), (lb, _) = _labels("strides")
-    lines = ["### E4 strides", ""]
+    lines = []
     tab = _stride_table(run)
     if tab.empty:
         return (
@@ -1473,10 +1512,9 @@ def _stride_findings(tab: pd.DataFrame, la: str, lb: str) -> list[str]:
 
 
 def section_clocks(run: Run) -> list[str]:
-    lines = ["### E6 clocks", ""]
+    lines = []
     main = _main(run.results)
-    clk = pd.to_numeric(main.get("sm_clock_mhz", pd.Series(dtype=float)), errors="coerce")
-    main = main.assign(sm_clock_mhz=clk)[clk > 0]
+    main = main[_col(main, "sm_clock_mhz") > 0]
     if main.empty:
         lines += _missing("sampled SM clocks", "results.csv records no sampled clock for the main experiment")
         return lines + _figref(run, "clocks")
@@ -1494,7 +1532,7 @@ def section_clocks(run: Run) -> list[str]:
         [
             r["kernel"],
             f"{r['sm_clock_mhz']:.0f}",
-            _pct(100 * r["sm_clock_mhz"] / mx),
+            _num(100 * r["sm_clock_mhz"] / mx, "{:.1f}%"),
             _num(r.get("clock_samples"), "{:.0f}"),
             (f"{span[r['kernel']][0]:.0f}–{span[r['kernel']][1]:.0f}" if r["kernel"] in span else "–"),
         ]
@@ -1525,7 +1563,7 @@ def section_clocks(run: Run) -> list[str]:
 
 
 def section_seed(run: Run) -> list[str]:
-    lines = ["## Seed GPU replay", ""]
+    lines = []
     if run.seed is None:
         return lines + _missing("the seed replay", run.seed_note)
     sg, s = run.seed_gpu, _main(run.seed)
@@ -1552,11 +1590,11 @@ def section_seed(run: Run) -> list[str]:
                 r["kernel"],
                 _num(r["gflops"]),
                 g("gflops", "{:.1f}"),
-                _pct(r["pct_cublas"]),
+                _num(r["pct_cublas"], "{:.1f}%"),
                 g("pct_cublas", "{:.1f}%"),
                 _num(r["cadence"], "{:.2f}"),
                 g("cadence", "{:.2f}"),
-                _pct(r["attainment_pct"]),
+                _num(r["attainment_pct"], "{:.1f}%"),
                 g("attainment_pct", "{:.1f}%"),
                 _num(r["model_error_pct"], "{:+.1f}%"),
                 g("model_error_pct", "{:+.1f}%"),
@@ -1587,13 +1625,12 @@ def _here_prices(run: Run) -> str:
     if ex is None or ex.empty:
         return ""
     e = ex.iloc[0]
-    return f" against {e['p_dist']:.2f}, {e['p_bcast']:.2f}, {e['p_ldg']:.2f} on the {_short(_gpu_name(run))}"
+    prices = ", ".join(_num(e[c], "{:.2f}") for c in ("p_dist", "p_bcast", "p_ldg"))
+    return f" against {prices} on the {_short(_gpu_name(run))}"
 
 
 def section_figures(run: Run) -> list[str]:
     lines = [
-        "## Figures",
-        "",
         "Every figure, the file it is in and the function that drew it from data/.",
         "",
     ]
@@ -1616,9 +1653,9 @@ def section_reproduce(run: Run) -> list[str]:
         out = str(run.out.resolve().relative_to(REPO))
     except ValueError:  # written outside the checkout (e.g. on a GPU machine): name no local path
         out = "DIR"
+    # the subset example names real ids: the baseline and the last hand-written kernel
+    example = ",".join([registry.BASELINE.id] + [k.id for k in registry.by_impl("cuda")[-1:]])
     return [
-        "## How to reproduce",
-        "",
         "```bash",
         'pip install -e ".[dev]"',
         *(
@@ -1627,7 +1664,7 @@ def section_reproduce(run: Run) -> list[str]:
             else []
         ),
         "python -m study.run                # measure every kernel and experiment here -> reports/",
-        "python -m study.run --kernels K0,K6 --experiments main,strides --out out   # a subset",
+        f"python -m study.run --kernels {example} --experiments main,strides --out out   # a subset",
         f"python -m study.report {out}      # re-render from {out}/data/ (no GPU needed)"
         + ("; DIR holds this REPORT.md" if out == "DIR" else ""),
         "```",
@@ -1648,27 +1685,40 @@ def render(out_dir: Path, seed_dir: Path | None = None, *, measured: bool = Fals
     out = Path(out_dir)
     run = load(out, seed_dir)
     make_figures(run, out / "figures")
-    was_measured = measured
-    parts = [
-        section_provenance(run, was_measured),
-        section_main(run),
-        section_twins(run),
-        section_ledgers(run),
-        section_model(run),
-        section_sass(run),
-        section_counted(run),
-        ["## Experiments", ""],
-        section_sizes(run),
-        section_shapes(run),
-        section_strides(run),
-        section_clocks(run),
-        section_seed(run),
-        section_figures(run),
-        section_reproduce(run),
-    ]
+    lines = [f"# SGEMM ledgers on {_gpu_name(run)}", ""]
+    for heading, section in _sections(measured):
+        lines += [heading, "", *_guarded(section, run)]
     path = out / "REPORT.md"
-    path.write_text("\n".join(line for part in parts for line in part).rstrip() + "\n")
+    path.write_text("\n".join(lines).rstrip() + "\n")
     return path
+
+
+def _sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str]]]]:
+    """The report's headings in order, each with the function that writes what follows it."""
+    return [
+        ("## Provenance", lambda run: section_provenance(run, measured)),
+        ("## Main table", section_main),
+        ("## Triton twins", section_twins),
+        ("## Ledgers", section_ledgers),
+        ("## Calibration and model", section_model),
+        ("## Occupancy and SASS", section_sass),
+        ("## Counted vs compiled", section_counted),
+        ("## Experiments", lambda run: []),
+        ("### E2 sizes", section_sizes),
+        ("### E3 shapes", section_shapes),
+        ("### E4 strides", section_strides),
+        ("### E6 clocks", section_clocks),
+        ("## Seed GPU replay", section_seed),
+        ("## Figures", section_figures),
+        ("## How to reproduce", section_reproduce),
+    ]
+
+
+def _guarded(section: Callable[[Run], list[str]], run: Run) -> list[str]:
+    try:
+        return section(run)
+    except Exception as e:  # an input no section foresaw costs that section, never the whole report
+        return [f"*this section could not be rendered: {_first_line(e)}*", ""]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1685,7 +1735,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         path = render(Path(args.out), Path(args.seed_dir) if args.seed_dir else None, measured=False)
-    except InputError as e:
+    except (InputError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(path)

@@ -4,6 +4,9 @@ from the rows, and plain "not in this run" notes where inputs are missing. CPU o
 The fixture (tests/fixtures/report/) is a small synthetic run; make_fixture.py there rebuilds it.
 """
 
+import dataclasses
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study import report
+from study import kernels as registry
+from study import ledgers, report
 from study.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -204,3 +208,169 @@ def test_missing_results_is_an_input_error(tmp_path):
 def test_import_touches_no_gpu_library():
     code = "import sys, study.report; sys.exit('torch' in sys.modules or 'triton' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs the loader accepts but a section or figure did not foresee
+
+
+def edit_csv(path: Path, fn) -> None:
+    """Rewrite a copied input through ``fn(df) -> df``."""
+    fn(pd.read_csv(path)).to_csv(path, index=False)
+
+
+def test_results_with_only_the_required_columns(tmp_path):
+    out = make_run(tmp_path, ["results.csv"])
+    path = out / "data" / "results.csv"
+    pd.read_csv(path)[report.RESULTS_REQUIRED].to_csv(path, index=False)
+    text = report.render(out, seed_dir=tmp_path / "no_seed").read_text()
+    secs = sections(text)
+    assert [h for h in HEADINGS if h not in secs] == []
+    assert "could not be rendered" not in text
+    assert "results.csv records no sampled clock" in secs["### E6 clocks"]
+    assert "| K6 |" in secs["## Main table"]
+
+
+def test_shape_labels_the_experiment_does_not_define(tmp_path):
+    out = make_run(tmp_path, DATA_FILES)
+
+    def rename(df):
+        shapes = df["experiment"] == "shapes"
+        df.loc[shapes, "label"] = "llm_" + df.loc[shapes, "label"]
+        return df
+
+    edit_csv(out / "data" / "results.csv", rename)
+    text = report.render(out, seed_dir=tmp_path / "no_seed").read_text()
+    assert (out / "figures" / "shapes.png").read_bytes()[:8] == PNG
+    assert "| llm_prefill (2048×18944×3584) |" in sections(text)["### E3 shapes"]
+
+
+def test_tables_without_their_columns_are_missing_with_the_reason(tmp_path, capsys):
+    out = make_run(tmp_path, DATA_FILES)
+    dropped = {
+        "ledgers.csv": "cadence",
+        "model.csv": "method",
+        "loo.csv": "kernel",
+        "model_sass.csv": "kernel",
+        "sass.csv": "kernel",
+        "counted_vs_compiled.csv": "kernel",
+        "clocks.csv": "t_s",
+    }
+    for name, col in dropped.items():
+        edit_csv(out / "data" / name, lambda df, col=col: df.drop(columns=[col]))
+    assert report.main([str(out), "--seed-dir", str(tmp_path / "no_seed")]) == 0
+    assert capsys.readouterr().out.strip().endswith("REPORT.md")
+    text = (out / "REPORT.md").read_text()
+    secs = sections(text)
+    assert "could not be rendered" not in text
+    for head, name in (
+        ("## Ledgers", "ledgers.csv"),
+        ("## Calibration and model", "model.csv"),
+        ("## Calibration and model", "model_sass.csv"),
+        ("### Leave-one-out", "loo.csv"),
+        ("## Occupancy and SASS", "sass.csv"),
+        ("## Counted vs compiled", "counted_vs_compiled.csv"),
+        ("### E6 clocks", "clocks.csv"),
+    ):
+        assert f"{name} lacks column {dropped[name]}" in secs[head], (head, name)
+    assert "skipped: clocks.csv lacks column t_s" in secs["## Figures"]
+
+
+def test_text_in_numeric_columns_prints_as_a_dash(tmp_path):
+    out = make_run(tmp_path, DATA_FILES)
+
+    def spoil(col):
+        def fn(df):
+            df[col] = df[col].astype(object)
+            df.loc[0, col] = "bad"
+            return df
+
+        return fn
+
+    edit_csv(out / "data" / "model.csv", spoil("p_dist"))
+    edit_csv(out / "data" / "loo.csv", spoil("model_error_pct"))
+    run = report.load(out, seed_dir=tmp_path / "no_seed")
+    assert pd.api.types.is_float_dtype(run.tables["model"]["p_dist"])
+    model_sec = report.section_model(run)
+    assert not any("could not be rendered" in line for line in model_sec)
+    exact = next(line for line in model_sec if line.startswith("| exact |"))
+    assert exact.split(" | ")[2] == "–"  # P_dist
+    loo_sec = sections("\n".join(model_sec))["### Leave-one-out"].splitlines()
+    loo_first = pd.read_csv(FIXTURE / "loo.csv")["kernel"].iloc[0]
+    assert next(line for line in loo_sec if line.startswith(f"| {loo_first} |")).endswith("| – |")
+
+
+def test_a_failing_figure_is_recorded_as_skipped(tmp_path, monkeypatch):
+    def broken(run, fig_dir):
+        raise RuntimeError("no luck\nsecond line")
+
+    monkeypatch.setattr(report, "FIGURES", {"roofline": broken, "throughput": report.fig_throughput})
+    run = report.load(make_run(tmp_path, DATA_FILES), seed_dir=tmp_path / "no_seed")
+    report.make_figures(run, tmp_path / "figures")
+    assert run.figures["roofline"] == (None, "could not be drawn (RuntimeError: no luck)")
+    assert run.figures["throughput"][0] == "figures/throughput.png"
+
+
+def test_a_failing_section_costs_only_that_section(tmp_path, monkeypatch):
+    def broken(run):
+        raise KeyError("occupancy_pct")
+
+    monkeypatch.setattr(report, "section_sass", broken)
+    monkeypatch.setattr(report, "make_figures", lambda run, fig_dir: None)
+    text = report.render(make_run(tmp_path, DATA_FILES), seed_dir=tmp_path / "no_seed").read_text()
+    secs = sections(text)
+    assert [h for h in HEADINGS if h not in secs] == []
+    why = "*this section could not be rendered: KeyError: 'occupancy_pct'*"
+    assert secs["## Occupancy and SASS"].strip() == why
+    assert "| K6 |" in secs["## Main table"] and "| K6 |" in secs["## Counted vs compiled"]
+
+
+# ---------------------------------------------------------------------------------------------
+# One definition of each figure; nothing in the text that changes by itself
+
+
+@pytest.fixture(scope="module")
+def loaded(full):
+    out, _ = full
+    return report.load(out, seed_dir=SEED)
+
+
+def test_twin_ratio_is_the_ledgers_definition(loaded, monkeypatch):
+    main = loaded.measured[loaded.measured["experiment"] == "main"].set_index("kernel")["gflops"]
+    row = next(line for line in report.section_twins(loaded) if line.startswith("| K3 |"))
+    assert f"{ledgers.twin_ratio(main['T3'], main['K3']):.2f}×" in row  # T3 is the faster: > 1
+    assert ledgers.twin_ratio(main["T3"], main["K3"]) > 1
+    monkeypatch.setattr(ledgers, "twin_ratio", lambda t, c: 7.0)
+    row = next(line for line in report.section_twins(loaded) if line.startswith("| K3 |"))
+    assert row.count("7.00×") == 2
+
+
+def test_twins_are_paired_by_the_registry(loaded, monkeypatch):
+    monkeypatch.setattr(registry, "twins_of", lambda kid: [])
+    assert "no CUDA kernel and its Triton twin" in "\n".join(report.section_twins(loaded))
+
+
+def test_reproduce_example_names_registry_ids(loaded, monkeypatch):
+    last_cuda = registry.by_impl("cuda")[-1].id
+    assert f"--kernels {registry.BASELINE.id},{last_cuda} " in "\n".join(report.section_reproduce(loaded))
+    monkeypatch.setattr(registry, "BASELINE", dataclasses.replace(registry.BASELINE, id="KB"))
+    assert f"--kernels KB,{last_cuda} " in "\n".join(report.section_reproduce(loaded))
+
+
+def test_provenance_carries_no_render_time(full):
+    _, text = full
+    prov = sections(text)["## Provenance"]
+    assert not re.search(r"rendered \d", prov)
+    assert "2025-01-01T00:00:00+00:00" in prov  # the rows' own stamp stays
+
+
+def test_footprint_has_one_definition():
+    assert report._footprint(4096) == 3 * 4096**2 * 4
+    assert report._fits_l2(report._footprint(2048)) == pytest.approx(2048)
+
+
+def test_import_chooses_no_matplotlib_backend():
+    code = "import matplotlib, study.report; print(matplotlib.get_backend())"
+    env = {**os.environ, "MPLBACKEND": "svg"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.stdout.strip() == "svg", done.stderr
