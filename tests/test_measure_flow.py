@@ -1,0 +1,58 @@
+"""The GPU path's orchestration (plan -> rows on disk -> ledgers/model -> report) on the CPU,
+with the device-only steps replaced: it catches wiring faults that only a GPU run would hit."""
+
+import pandas as pd
+import pytest
+import torch
+
+from study import gpu as gpu_mod
+from study import run
+
+H200 = dict(name="Test GPU", sms=132, fp32_lanes_per_sm=128, sm_clock_mhz=1980.0, mem_clock_mhz=3201.0,
+            bus_width_bits=6016, l2_bytes=60 * 2**20, cc="9.0")
+# a made-up speed per kernel (GFLOP/s), under the 66.9 TFLOP/s peak
+SPEED = {"K0": 50000.0, "K2": 6000.0, "K3": 9000.0, "K4": 20000.0, "K6": 35000.0}
+
+
+def fake_measure_one(k, shape, flush, target_s, bench, torch_mod, gpu_module):
+    M, N, K = shape
+    ms = 2 * M * N * K / SPEED[k.id] / 1e6
+    row = {"kernel": k.id, "impl": k.impl, "M": M, "N": N, "K": K, "rel_err": 1e-6, "ms": ms,
+           "p20_ms": ms * 0.99, "p80_ms": ms * 1.01, "reps": 5, "sm_clock_mhz": 1900.0, "clock_samples": 2,
+           "config": ""}
+    return {"row": row, "samples": [(0.0, 1900.0), (0.05, 1900.0)]}
+
+
+@pytest.fixture
+def no_device(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (100 * 2**30, 141 * 2**30))
+    monkeypatch.setattr(gpu_mod, "from_device", lambda index=0: gpu_mod.GPU(**H200))
+    monkeypatch.setattr("study.bench.L2Flush", lambda l2: (lambda: None))
+    monkeypatch.setattr(run, "correctness_sweep", lambda chosen, bench: {})
+    monkeypatch.setattr(run, "measure_one", fake_measure_one)
+
+
+def test_measure_writes_rows_ledgers_model_and_report(no_device, tmp_path):
+    args = run.resolve_args(["--kernels", "K2,K3,K4,K6", "--experiments", "main,strides", "--out",
+                             str(tmp_path), "--no-sass"])
+    assert run.measure(args) == 0
+    rows = pd.read_csv(tmp_path / "data" / "results.csv")
+    # 5 kernels (K0 added) x 3 points; K6 runs 4100^3 where the others run 4097^3
+    assert len(rows) == 15 and set(rows["gpu"]) == {"Test GPU"}
+    assert rows.query("kernel == 'K6' and label == 'n=4097'")[["M", "N", "K"]].values.tolist() == [[4100] * 3]
+    led = pd.read_csv(tmp_path / "data" / "ledgers.csv")
+    k3 = led.query("kernel == 'K3' and experiment == 'main'").iloc[0]
+    assert k3["gflops"] == pytest.approx(9000.0) and k3["pct_cublas"] == pytest.approx(18.0)
+    model = pd.read_csv(tmp_path / "data" / "model.csv")
+    assert "exact" in set(model["method"])
+    assert (tmp_path / "data" / "gpu.json").is_file()
+    assert gpu_mod.GPU.from_json(tmp_path / "data" / "gpu.json").sampled_sm_clock_mhz == 1900.0
+    text = (tmp_path / "REPORT.md").read_text()
+    assert "measured" in text and "Test GPU" in text
+
+
+def test_measure_refuses_a_shape_that_does_not_fit(no_device, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (2**30, 141 * 2**30))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert run.main(["--size", "16384", "--kernels", "K2", "--out", str(tmp_path)]) == 2
+    assert "GiB" in capsys.readouterr().err
