@@ -4,13 +4,8 @@ K3 stages a 32 x 32 tile of A and of B in shared memory by hand (``Mds``, ``Nds`
 each of its 32 x 32 threads one output: per k-step one broadcast and one 32-way shared load
 feed one FMA.
 
-The twin pins only what the CUDA kernel fixes *outside* the tile: the block tile
-(BM x BN x BK) and the threads per block (``num_warps`` = threads / 32). Triton chooses
-everything inside it itself -- which thread owns which outputs, the vector widths of global
-and shared loads, the shared-memory layout and, with ``num_stages > 1``, a software pipeline
-of asynchronous copies. ``num_stages=1`` is unpipelined, like the CUDA kernel. Products are
-exact FP32 (``input_precision="ieee"``: FFMA, no TF32). The kernel is
-:func:`triton_kernels.tile.tiled_matmul_kernel`.
+What a twin pins (the block tile and the warps) and what Triton chooses inside the tile
+are described in :mod:`triton_kernels.tile`.
 """
 
 from __future__ import annotations

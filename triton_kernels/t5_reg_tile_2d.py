@@ -4,13 +4,8 @@ K5 is 2-D register tiling: each of 128 threads computes an 8 x 4 block of output
 and 4 B values per k-step. K6 is the same tile with 128-bit (float4) global and shared loads
 chosen by hand; Triton picks its load widths itself, so one twin stands for both.
 
-The twin pins only what the CUDA kernel fixes *outside* the tile: the block tile
-(BM x BN x BK) and the threads per block (``num_warps`` = threads / 32). Triton chooses
-everything inside it itself -- which thread owns which outputs, the vector widths of global
-and shared loads, the shared-memory layout and, with ``num_stages > 1``, a software pipeline
-of asynchronous copies. ``num_stages=1`` is unpipelined, like the CUDA kernel. Products are
-exact FP32 (``input_precision="ieee"``: FFMA, no TF32). The kernel is
-:func:`triton_kernels.tile.tiled_matmul_kernel`.
+What a twin pins (the block tile and the warps) and what Triton chooses inside the tile
+are described in :mod:`triton_kernels.tile`.
 """
 
 from __future__ import annotations
