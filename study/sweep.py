@@ -1,0 +1,291 @@
+"""A wide sweep of the tiled Triton kernel's configurations at one shape, against cuBLAS.
+
+``python -m study.sweep --shape 4096,4096,4096 --out DIR`` compiles every configuration of
+:func:`space` in parallel (``--jobs`` processes filling Triton's on-disk cache), then, one
+at a time, checks each against float64 with a NaN-poisoned output and times it exactly as
+the study times kernels (:func:`study.bench.time_cuda`, L2 overwritten before every
+repetition). cuBLAS FP32 (TF32 off) is timed before, between and after, and every row
+carries its time as a fraction of the nearest cuBLAS timing. A second round varies the
+program order (``GROUP_M``) and the register cap (``maxnreg``) of the fastest tiles, and a
+final round re-times the leaders for longer, each beside a cuBLAS timing.
+
+It is the evidence behind TA's configuration space (:mod:`triton_kernels.ta_autotuned`):
+which tiles, depths and warp counts are worth autotuning over on this GPU. Rows go to
+``DIR/sweep.csv`` as they are measured (an interrupted sweep keeps them); a configuration
+that does not compile, does not fit or computes a wrong result gets a row that says so.
+``--budget-s`` stops starting new work after that many seconds.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import itertools
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+
+from study.errors import InputError
+
+# (BM, BN) block tiles; every warp count that gives MIN..MAX outputs per thread is tried
+TILES = ((64, 64), (64, 128), (128, 64), (128, 128), (32, 128), (128, 32), (32, 64), (64, 32),
+         (32, 256), (256, 32), (64, 256), (256, 64), (128, 256), (256, 128))
+WARPS = (2, 4, 8)
+MIN_OUT_PER_THREAD, MAX_OUT_PER_THREAD = 16, 128
+# the families a person would try first get every depth; the others a few
+CORE_TILES = ((64, 64), (64, 128), (128, 64), (128, 128))
+CORE_BK, CORE_STAGES = (8, 16, 32, 64), (1, 2, 3, 4, 5)
+OTHER_BK, OTHER_STAGES = (16, 32), (1, 3)
+SMEM_LIMIT = 227 * 1024  # bytes of shared memory one block may have on sm_90
+MAX_LOOP_FFMA = 8192  # FFMAs per thread in one unrolled K step: larger bodies take minutes to compile
+COLUMNS = ["round", "BM", "BN", "BK", "num_warps", "num_stages", "GROUP_M", "maxnreg", "status",
+           "regs", "spills", "ms", "p20_ms", "p80_ms", "reps", "rel_err", "tflops", "cublas_ms",
+           "pct_cublas", "M", "N", "K", "triton", "gpu", "commit", "timestamp"]
+
+
+def space() -> list[tuple]:
+    """(BM, BN, BK, num_warps, num_stages) to try, the likeliest first."""
+    out = []
+    for bm, bn in TILES:
+        core = (bm, bn) in CORE_TILES
+        for warps in WARPS:
+            per_thread = bm * bn // (32 * warps)
+            if not MIN_OUT_PER_THREAD <= per_thread <= MAX_OUT_PER_THREAD:
+                continue
+            depths = (CORE_BK, CORE_STAGES) if core else (OTHER_BK, OTHER_STAGES)
+            for bk, stages in itertools.product(*depths):
+                if per_thread * bk > MAX_LOOP_FFMA:
+                    continue
+                if (bm + bn) * bk * 4 * max(1, stages) > SMEM_LIMIT:
+                    continue
+                out.append((bm, bn, bk, warps, stages))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Compilation (worker processes) and measurement
+# --------------------------------------------------------------------------------------------
+
+_W: dict = {}
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0][:120] if text else ''}"
+
+
+def _operands(M: int, N: int, K: int):
+    import torch
+
+    from study.bench import random_inputs
+
+    a, b = random_inputs(M, N, K, seed=0)
+    return a, b, torch.empty((M, N), device="cuda", dtype=torch.float32)
+
+
+def _compile(job: tuple) -> tuple:
+    """Compile one configuration into Triton's cache; (job, status, regs, spills)."""
+    shape, (bm, bn, bk, warps, stages, group_m, maxnreg) = job
+    from triton_kernels.tile import even_k, tiled_matmul_kernel
+
+    if "ops" not in _W or _W["shape"] != shape:
+        _W["ops"], _W["shape"] = _operands(*shape), shape
+    a, b, c = _W["ops"]
+    M, N, K = shape
+    extra = {"maxnreg": maxnreg} if maxnreg else {}
+    try:
+        k = tiled_matmul_kernel.warmup(
+            a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            BM=bm, BN=bn, BK=bk, GROUP_M=group_m, EVEN_K=even_k(K, bk), num_warps=warps,
+            num_stages=stages, grid=(1,), **extra)
+        try:
+            k._init_handles()
+        except Exception as e:  # resources over the limit show here
+            return job, f"does not fit: {_first_line(e)}", "", ""
+        return job, "compiled", getattr(k, "n_regs", ""), getattr(k, "n_spills", "")
+    except Exception as e:
+        return job, f"compile error: {_first_line(e)}", "", ""
+
+
+def compile_all(shape, configs, jobs: int, deadline: float) -> dict:
+    """Compile ``configs`` with ``jobs`` processes; config -> (status, regs, spills)."""
+    done = {}
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = [pool.submit(_compile, (shape, c)) for c in configs]
+        for i, f in enumerate(cf.as_completed(futures), 1):
+            job, status, regs, spills = f.result()
+            done[job[1]] = (status, regs, spills)
+            if i % 20 == 0 or i == len(futures):
+                print(f"compiled {i}/{len(futures)}", file=sys.stderr, flush=True)
+            if time.monotonic() > deadline:
+                for g in futures:
+                    g.cancel()
+                break
+    return done
+
+
+class Sweep:
+    def __init__(self, shape, out: Path, target_s: float):
+        import torch
+
+        from study import baseline, bench
+        from study import gpu as gpu_mod
+        from study.results import ResultsFile, git_commit, timestamp
+
+        self.torch, self.bench, self.timestamp = torch, bench, timestamp
+        self.shape = shape
+        self.target_s = target_s
+        baseline.pin_fp32()
+        self.gpu = gpu_mod.from_device()
+        self.flush = bench.L2Flush(self.gpu.l2_bytes)
+        self.a, self.b, self.c = _operands(*shape)
+        self.ref = self.a.double() @ self.b.double()
+        self.file = ResultsFile(out / "sweep.csv", COLUMNS)
+        import triton
+
+        self.common = {"M": shape[0], "N": shape[1], "K": shape[2], "triton": triton.__version__,
+                       "gpu": self.gpu.name, "commit": git_commit()}
+        self.cublas_ms = None
+
+    def flops(self) -> float:
+        M, N, K = self.shape
+        return 2.0 * M * N * K
+
+    def time_cublas(self, target_s: float | None = None) -> float:
+        torch = self.torch
+        t = self.bench.time_cuda(lambda: torch.matmul(self.a, self.b, out=self.c), self.flush,
+                                 target_s=target_s or self.target_s)
+        self.cublas_ms = t.ms
+        self.file.append({**self.common, "round": "cublas", "status": "ok", "ms": t.ms, "p20_ms": t.p20_ms,
+                          "p80_ms": t.p80_ms, "reps": t.reps, "tflops": self.flops() / t.ms / 1e9,
+                          "cublas_ms": t.ms, "pct_cublas": 100.0, "timestamp": self.timestamp()})
+        return t.ms
+
+    def measure(self, rnd: str, cfg: tuple, compiled: tuple, target_s: float | None = None) -> dict:
+        from triton_kernels.tile import even_k, tiled_matmul_kernel
+
+        bm, bn, bk, warps, stages, group_m, maxnreg = cfg
+        status, regs, spills = compiled
+        row = {**self.common, "round": rnd, "BM": bm, "BN": bn, "BK": bk, "num_warps": warps,
+               "num_stages": stages, "GROUP_M": group_m, "maxnreg": maxnreg or "", "status": status,
+               "regs": regs, "spills": spills, "timestamp": self.timestamp()}
+        if status == "compiled":
+            M, N, K = self.shape
+            a, b, c = self.a, self.b, self.c
+            extra = {"maxnreg": maxnreg} if maxnreg else {}
+            grid = (-(-M // bm) * -(-N // bn),)
+
+            def launch():
+                tiled_matmul_kernel[grid](
+                    a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                    c.stride(1), BM=bm, BN=bn, BK=bk, GROUP_M=group_m, EVEN_K=even_k(K, bk),
+                    num_warps=warps, num_stages=stages, **extra)
+
+            try:
+                c.fill_(float("nan"))
+                launch()
+                self.torch.cuda.synchronize()
+                err = self.bench.relative_error(c, self.ref)
+                row["rel_err"] = err
+                if not err <= self.bench.TOLERANCE:
+                    row["status"] = "wrong result"
+                else:
+                    t = self.bench.time_cuda(launch, self.flush, target_s=target_s or self.target_s)
+                    row.update(status="ok", ms=t.ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, reps=t.reps,
+                               tflops=self.flops() / t.ms / 1e9, cublas_ms=self.cublas_ms,
+                               pct_cublas=100.0 * self.cublas_ms / t.ms)
+            except Exception as e:  # a launch that fails is a row, not the end of the sweep
+                row["status"] = f"launch error: {_first_line(e)}"
+        self.file.append(row)
+        return row
+
+
+def ranked(rows: list[dict]) -> list[dict]:
+    return sorted((r for r in rows if r["status"] == "ok"), key=lambda r: r["ms"])
+
+
+def run(shape, out: Path, jobs: int, budget_s: float, target_s: float, top: int) -> int:
+    t0 = time.monotonic()
+    deadline = t0 + budget_s
+    import triton_kernels.ta_autotuned as ta
+
+    base = [(*c, ta.GROUP_M, None) for c in space()]
+    # round 2: the program order and register cap of the fastest tiles (chosen after round 1)
+    print(f"round 1: {len(base)} configurations at {shape}", file=sys.stderr, flush=True)
+    compiled = compile_all(shape, base, jobs, deadline)
+    print(f"compiled in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    sw = Sweep(shape, out, target_s)
+    sw.time_cublas()
+    rows = []
+    for i, cfg in enumerate(base):
+        if time.monotonic() > deadline:
+            print("budget spent: round 1 cut short", file=sys.stderr, flush=True)
+            break
+        if cfg not in compiled:
+            continue
+        rows.append(sw.measure("1", cfg, compiled[cfg]))
+        if (i + 1) % 25 == 0:
+            sw.time_cublas()
+            best = ranked(rows)[:1]
+            lead = f"{best[0]['pct_cublas']:.1f}% of cuBLAS" if best else "none ok"
+            print(f"measured {i + 1}/{len(base)}, best {lead}", file=sys.stderr, flush=True)
+    sw.time_cublas()
+    leaders = [tuple(r[k] for k in ("BM", "BN", "BK", "num_warps", "num_stages")) for r in ranked(rows)[:top]]
+    variants = [(*c, g, None) for c in leaders for g in (1, 4, 16)]
+    variants += [(*c, ta.GROUP_M, r) for c in leaders for r in (96, 128, 168, 232)]
+    if time.monotonic() < deadline and variants:
+        print(f"round 2: {len(variants)} variants of the {len(leaders)} fastest", file=sys.stderr, flush=True)
+        compiled2 = compile_all(shape, variants, jobs, deadline)
+        for cfg in variants:
+            if time.monotonic() > deadline:
+                break
+            if cfg in compiled2:
+                rows.append(sw.measure("2", cfg, compiled2[cfg]))
+    # round 3: the leaders again, longer, each just after a cuBLAS timing
+    final = ranked(rows)[:max(3, top // 2)]
+    for r in final:
+        if time.monotonic() > deadline:
+            break
+        cfg = tuple(r[k] for k in ("BM", "BN", "BK", "num_warps", "num_stages", "GROUP_M"))
+        cfg += (r["maxnreg"] or None,)
+        sw.time_cublas(target_s=4 * target_s)
+        sw.measure("3", cfg, (r["status"] if r["status"] != "ok" else "compiled", r["regs"], r["spills"]),
+                   target_s=4 * target_s)
+    print(f"sweep done in {time.monotonic() - t0:.0f} s: {out / 'sweep.csv'}", file=sys.stderr, flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from study.run import _Parser, output_dir, parse_shape
+
+    p = _Parser(prog="python -m study.sweep", description=__doc__.split("\n\n")[0])
+    p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
+    p.add_argument("--out", required=True, help="output directory (sweep.csv goes there)")
+    p.add_argument("--jobs", type=int, default=max(1, (multiprocessing.cpu_count() or 2) - 1),
+                   help="compile processes")
+    p.add_argument("--budget-s", type=float, default=480.0, help="start no new work after this many seconds")
+    p.add_argument("--target-s", type=float, default=0.1, help="timed seconds per configuration")
+    p.add_argument("--top", type=int, default=8, help="fastest configurations varied in round 2")
+    try:
+        args = p.parse_args(argv)
+        shape = parse_shape(args.shape)
+        for name in ("jobs", "top"):
+            if getattr(args, name) < 1:
+                raise InputError(f"--{name.replace('_', '-')} must be at least 1")
+        for name in ("budget_s", "target_s"):
+            if not getattr(args, name) > 0:
+                raise InputError(f"--{name.replace('_', '-')} must be a positive number of seconds")
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError("the sweep measures: it needs a CUDA GPU, and none is visible")
+        out = output_dir(args.out)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return run(shape, out, args.jobs, args.budget_s, args.target_s, args.top)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
