@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,12 +43,13 @@ DATA_FILES = {  # optional inputs beside results.csv: key -> (file in <out>/data
     "sass": ("sass.csv", ("kernel",)),
     "cvc": ("counted_vs_compiled.csv", ("kernel",)),
     "clocks": ("clocks.csv", ("kernel", "t_s", "sm_clock_mhz")),
+    "ncu": ("ncu.csv", ("kernel", "M", "N", "K", "metric", "value")),
 }
 RESULTS_REQUIRED = ["experiment", "label", "kernel", "M", "N", "K", "ms"]
 # every other column of every input is a number: a text cell there becomes NaN and prints as "–"
 TEXT_COLUMNS = frozenset(
     {"experiment", "label", "kernel", "impl", "config", "method", "kernels", "arch", "symbol",
-     "occupancy_limited_by", "error", "flag", "explanation"}
+     "occupancy_limited_by", "error", "flag", "explanation", "metric", "unit", "ncu_kernel", "ncu"}
     | {"gpu", "cc", "torch", "triton", "cuda", "driver", "commit", "host", "run_id", "timestamp"}
 )
 SEED_TIMES, SEED_GPU = "rtx4090_seed.csv", "rtx4090_seed_gpu.json"
@@ -1562,6 +1564,146 @@ def section_clocks(run: Run) -> list[str]:
     return lines + _figref(run, "clocks")
 
 
+# ncu metric names the counters section reads (study/profile.py asks for them)
+_NCU = {
+    "time": "gpu__time_duration.sum",
+    "regs": "launch__registers_per_thread",
+    "warps": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "issue": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "fma_pipe": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "inst": "smsp__inst_executed.sum",
+    "inst_fma": "smsp__inst_executed_pipe_fma.sum",
+    "lds": "smsp__inst_executed_op_shared_ld.sum",
+    "wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+}
+_STALL = re.compile(r"^smsp__average_warps_issue_stalled_(.+)_per_issue_active\.ratio$")
+_TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
+            "s": 1e9, "second": 1e9}
+
+
+def _counters(run: Run) -> pd.DataFrame:
+    """One row per (kernel, shape): the latest ncu run's counters, launches combined.
+
+    Counts (``.sum``) add over launches; rates and ratios are weighted by each launch's
+    duration. ``time`` is in ns whatever unit ncu printed.
+    """
+    df = run.tables["ncu"].copy()
+    df["metric"] = df["metric"].astype(str)
+    if "launch" not in df.columns:
+        df["launch"] = 0
+    if "unit" in df.columns:
+        is_time = df["metric"] == _NCU["time"]
+        scale = df["unit"].astype(str).map(_TIME_NS).fillna(1.0)
+        df.loc[is_time, "value"] = df.loc[is_time, "value"] * scale[is_time]
+    if "run_id" in df.columns:  # several profiles of one kernel and shape: the latest wins
+        last = df.groupby(["kernel", "M", "N", "K"])["run_id"].transform(lambda r: r.astype(str).max())
+        df = df[df["run_id"].astype(str) == last]
+    rows = []
+    for (kid, M, N, K), g in df.groupby(["kernel", "M", "N", "K"], sort=False):
+        wide = g.pivot_table(index="launch", columns="metric", values="value", aggfunc="last")
+        dur = _col(wide, _NCU["time"])
+        even = pd.Series(1 / len(wide), index=wide.index)
+        w = dur / dur.sum() if dur.notna().all() and dur.sum() > 0 else even
+        row = {"kernel": kid, "M": M, "N": N, "K": K, "launches": len(wide)}
+        for name in wide.columns:
+            col = _col(wide, name)
+            row[name] = col.sum() if name.endswith(".sum") else float((col * w).sum(min_count=1))
+        rows.append(row)
+    return _sorted(pd.DataFrame(rows)) if rows else pd.DataFrame()
+
+
+def _ncu_getter(r: pd.Series) -> Callable[[str], float]:
+    """``g(key)``: the value of metric ``_NCU[key]`` in row ``r``, NaN when it was not read."""
+    return lambda key: float(r.get(_NCU[key], np.nan))
+
+
+def _top_stalls(r: pd.Series, n: int = 3) -> str:
+    """The ``n`` largest stall reasons per issued instruction.
+
+    'selected' is the cycle of issuing and 'not_selected' a ready warp passed over for another:
+    neither is a wait, so neither is listed.
+    """
+    stalls = []
+    for name, v in r.items():
+        m = _STALL.match(str(name))
+        if m and m.group(1) not in ("selected", "not_selected") and np.isfinite(v) and v > 0:
+            stalls.append((float(v), m.group(1)))
+    return ", ".join(f"{s} {v:.2f}" for v, s in sorted(stalls, reverse=True)[:n]) or "–"
+
+
+def section_counters(run: Run) -> list[str]:
+    if "ncu" not in run.tables:
+        why = run.missing.get("ncu", f"ncu.csv {NOT_IN_RUN}")
+        how = "`python -m study.profile` reads them with Nsight Compute"
+        return _missing("hardware counters", f"{why}; {how}")
+    tab = _counters(run)
+    if tab.empty:
+        return _missing("hardware counters", "ncu.csv holds no kernel's metrics")
+    lines = [
+        "Nsight Compute counters of one launch per kernel (`python -m study.profile`, clocks left "
+        "as they are). A *warp FMA* is M·N·K/32, the multiply-adds of the problem counted by "
+        "warps (independent of the code); `issue` is the share of scheduler cycles that issued an "
+        "instruction; stalls are cycles per issued instruction, largest first (waits only: a ready "
+        "warp passed over for another is not counted).",
+        "",
+    ]
+    header = ["kernel", "shape", "ms", "regs", "warps active %", "issue %", "FMA pipe %",
+              "FMA-pipe share of instr.", "instr. / warp FMA", "LDS / warp FMA", "bank conflicts / wavefront",
+              "global sectors / warp FMA", "top stalls"]
+    rows = []
+    for _, r in tab.iterrows():
+        wfma = r["M"] * r["N"] * r["K"] / 32
+        g = _ncu_getter(r)
+        rows.append([
+            r["kernel"], _shape(r["M"], r["N"], r["K"]), _num(g("time") / 1e6, "{:.3f}"),
+            _num(g("regs"), "{:.0f}"),
+            _num(g("warps")), _num(g("issue")), _num(g("fma_pipe")),
+            _num(g("inst_fma") / g("inst"), "{:.3f}"), _num(g("inst") / wfma, "{:.3f}"),
+            _num(g("lds") / wfma, "{:.3f}"), _num(g("conflicts") / g("wavefronts"), "{:.3f}"),
+            _num(g("sectors") / wfma, "{:.2f}"), _top_stalls(r),
+        ])
+    lines += _md(header, rows)
+    lines += _counter_findings(tab)
+    return lines
+
+
+def _counter_findings(tab: pd.DataFrame) -> list[str]:
+    """Sentences computed from the counters: the issue gap to cuBLAS, the request ledger check."""
+    out = []
+    by = _by_kernel(tab)
+    base = registry.BASELINE.id
+    issue = lambda r: r.get(_NCU["issue"], np.nan)  # noqa: E731
+    if base in by:
+        b = by[base]
+        for kid in ("TA", "T5p", "K6"):
+            if kid not in by or kid == base:
+                continue
+            r = by[kid]
+            wb, wr = (x["M"] * x["N"] * x["K"] / 32 for x in (b, r))
+            out.append(
+                f"**Finding ({kid} vs cuBLAS):** {kid} executes {r[_NCU['inst']] / wr:.3f} instructions per "
+                f"warp FMA against cuBLAS's {b[_NCU['inst']] / wb:.3f}, and issues on {issue(r):.1f}% of "
+                f"scheduler cycles against {issue(b):.1f}%; its FMA pipe is busy {r[_NCU['fma_pipe']]:.1f}% "
+                f"of cycles against {b[_NCU['fma_pipe']]:.1f}% (top stalls: {_top_stalls(r)})."
+            )
+            out.append("")
+    for k in registry.KERNELS:
+        if k.counted is None or k.counted.req_per_fma is None or k.id not in by:
+            continue
+        r = by[k.id]
+        wfma = r["M"] * r["N"] * r["K"] / 32
+        out.append(
+            f"**Request ledger ({k.id}):** counted {k.counted.req_per_fma:g} requests per warp FMA; "
+            f"measured {r.get(_NCU['sectors'], np.nan) / wfma:.2f} 32-byte sectors and "
+            f"{r.get(_NCU['requests'], np.nan) / wfma:.2f} load instructions (requests) per warp FMA."
+        )
+        out.append("")
+    return out
+
+
 def section_seed(run: Run) -> list[str]:
     lines = []
     if run.seed is None:
@@ -1708,6 +1850,7 @@ def _sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str]]]]:
         ("### E3 shapes", section_shapes),
         ("### E4 strides", section_strides),
         ("### E6 clocks", section_clocks),
+        ("## Hardware counters", section_counters),
         ("## Seed GPU replay", section_seed),
         ("## Figures", section_figures),
         ("## How to reproduce", section_reproduce),

@@ -32,6 +32,7 @@ DATA_FILES = [
     "counted_vs_compiled.csv",
     "clocks.csv",
     "gpu.json",
+    "ncu.csv",
 ]
 HEADINGS = [
     "## Provenance",
@@ -47,6 +48,7 @@ HEADINGS = [
     "### E3 shapes",
     "### E4 strides",
     "### E6 clocks",
+    "## Hardware counters",
     "## Seed GPU replay",
     "## Figures",
     "## How to reproduce",

@@ -1,0 +1,226 @@
+"""study.profile (Nsight Compute counters) and the report's counters section. CPU only.
+
+The recorded counters (tests/fixtures/report/ncu.csv) were read on an H200; the expected
+values below are computed here from that file's raw numbers, not by the code under test.
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from study import kernels as registry
+from study import profile, report
+
+REPO = Path(__file__).resolve().parent.parent
+NCU_FIXTURE = REPO / "tests" / "fixtures" / "report" / "ncu.csv"
+SEED = REPO / "reports" / "data"
+
+HEADER = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+          "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value"]
+
+
+def _line(launch, kernel, metric, unit, value):
+    cells = [launch, "1", "python3", "h", kernel, "1", "7", "(128, 1, 1)", "(4096, 1, 1)", "0", "9.0",
+             "Command line profiler metrics", metric, unit, value]
+    return ",".join(f'"{c}"' for c in cells)
+
+
+RAW = "\n".join([
+    "==PROF== Connected to process 1 (/usr/bin/python3)",
+    "some output of the program",
+    ",".join(f'"{c}"' for c in HEADER),
+    _line("0", "gemm_a", "gpu__time_duration.sum", "ns", "3,047,936"),
+    _line("0", "gemm_a", "launch__registers_per_thread", "register/thread", "128"),
+    _line("1", "gemm_b", "gpu__time_duration.sum", "ns", "2,697,024"),
+    _line("1", "gemm_b", "sm__warps_active.avg.pct_of_peak_sustained_active", "%", "n/a"),
+    "==PROF== Disconnected from process 1",
+]) + "\n"
+
+
+def run_cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "study.profile", *args], capture_output=True, text=True,
+                          cwd=REPO, env=env, timeout=120)
+
+
+# --- parsing ncu's CSV -------------------------------------------------------------------------
+
+
+def test_parse_skips_preamble_numbers_launches_and_strips_separators():
+    rows = profile.parse_ncu_csv(RAW)
+    assert len(rows) == 4
+    assert [r["launch"] for r in rows] == [0, 0, 1, 1]
+    assert [r["ncu_kernel"] for r in rows] == ["gemm_a", "gemm_a", "gemm_b", "gemm_b"]
+    assert rows[0]["metric"] == "gpu__time_duration.sum" and rows[0]["unit"] == "ns"
+    assert rows[0]["value"] == 3047936.0
+    assert rows[1]["value"] == 128.0
+    assert rows[3]["value"] == "n/a"  # not a number: kept as ncu wrote it
+
+
+def test_parse_without_a_header_is_empty():
+    assert profile.parse_ncu_csv("==ERROR== something failed\n") == []
+
+
+def test_ncu_error_prefers_the_error_line():
+    text = "==PROF== Connected\n==ERROR== Failed to find metric foo\nTraceback...\nlast line\n"
+    assert profile.ncu_error(text) == "==ERROR== Failed to find metric foo"
+    assert profile.ncu_error("a\n\nlast line\n") == "last line"
+    assert profile.ncu_error("") == "no output"
+
+
+def test_the_report_reads_only_metrics_the_profiler_asks_for():
+    asked = set(profile.METRICS)
+    for name in report._NCU.values():
+        assert name in asked, name
+    stall = next(m for m in profile.METRICS if m.startswith("regex:"))
+    import re
+
+    pattern = re.compile(stall[len("regex:"):])
+    assert pattern.fullmatch("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
+    assert report._STALL.match("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
+
+
+def test_find_ncu_falls_back_to_cuda_home(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ncu = bin_dir / "ncu"
+    ncu.write_text("#!/bin/sh\necho 'NVIDIA (R) Nsight Compute Command Line Profiler'\n"
+                   "echo 'Version 2099.1'\n")
+    ncu.chmod(ncu.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    assert profile.find_ncu() == str(ncu)
+    assert profile.ncu_version(str(ncu)) == "Version 2099.1"
+
+
+# --- the CLI refuses bad input in one line -----------------------------------------------------
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--kernels", "K9"], "K9"),
+    (["--shape", "1,2"], "--shape takes M,N,K"),
+    (["--shape", "4096,4097,4096", "--kernels", "K6"], "K6 needs N to be a multiple of 4"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_cli_bad_input_is_one_line_exit_2(args, needle):
+    done = run_cli(*args)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_without_ncu_or_gpu_says_so(tmp_path):
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable), "CUDA_HOME": str(tmp_path),
+           "CUDA_PATH": str(tmp_path)}
+    done = run_cli("--out", str(tmp_path / "out"), env=env)
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and line.startswith("error:")
+    # /usr/local/cuda may hold an ncu on a machine with the toolkit; then the GPU check speaks
+    assert "ncu (Nsight Compute) is not on PATH" in line or "need a CUDA GPU" in line
+    assert not (tmp_path / "out" / "data" / "ncu.csv").exists()
+
+
+# --- the report's counters section -------------------------------------------------------------
+
+
+def _render(tmp_path: Path, ncu_rows: pd.DataFrame | None) -> str:
+    data = tmp_path / "data"
+    data.mkdir(parents=True)
+    for name in ("results.csv", "gpu.json"):
+        shutil.copy(REPO / "tests" / "fixtures" / "report" / name, data / name)
+    if ncu_rows is not None:
+        ncu_rows.to_csv(data / "ncu.csv", index=False)
+    text = report.render(tmp_path, seed_dir=SEED).read_text()
+    return text.split("## Hardware counters", 1)[1].split("\n## ", 1)[0]
+
+
+def _row(section: str, kid: str) -> list[str]:
+    line = next(ln for ln in section.splitlines() if ln.startswith(f"| {kid} |"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def _raw(kid: str) -> dict[str, float]:
+    df = pd.read_csv(NCU_FIXTURE)
+    return df[df["kernel"] == kid].set_index("metric")["value"].astype(float).to_dict()
+
+
+def test_counters_table_from_the_recorded_h200_profile(tmp_path):
+    section = _render(tmp_path, pd.read_csv(NCU_FIXTURE))
+    wfma = 4096**3 / 32
+    for kid in ("K0", "TA", "T5p"):
+        raw, cells = _raw(kid), _row(section, kid)
+        assert cells[1] == "4096×4096×4096"
+        assert cells[2] == f"{raw['gpu__time_duration.sum'] / 1e6:.3f}"
+        assert cells[3] == f"{raw['launch__registers_per_thread']:.0f}"
+        assert cells[5] == f"{raw['smsp__issue_active.avg.pct_of_peak_sustained_active']:.1f}"
+        assert cells[8] == f"{raw['smsp__inst_executed.sum'] / wfma:.3f}"
+        assert cells[9] == f"{raw['smsp__inst_executed_op_shared_ld.sum'] / wfma:.3f}"
+    # the recorded H200 numbers: cuBLAS issues on ~89% of cycles, TA on ~79%, with the same
+    # instruction count per warp FMA (within 1%)
+    k0, ta = _raw("K0"), _raw("TA")
+    assert k0["smsp__issue_active.avg.pct_of_peak_sustained_active"] > 85
+    assert ta["smsp__issue_active.avg.pct_of_peak_sustained_active"] < 82
+    assert abs(ta["smsp__inst_executed.sum"] / k0["smsp__inst_executed.sum"] - 1) < 0.01
+    finding = next(ln for ln in section.splitlines() if ln.startswith("**Finding (TA vs cuBLAS):**"))
+    assert "issues on 78.6% of scheduler cycles against 89.3%" in finding
+    # waits only: the two non-wait reasons never appear among the stalls
+    assert "not_selected" not in section and " selected " not in section
+
+
+def test_counters_combine_launches_and_scale_time_units(tmp_path):
+    def rows(kernel, launch, unit, t, inst, issue):
+        base = {"kernel": kernel, "M": 64, "N": 64, "K": 64, "launch": launch, "run_id": "r1"}
+        return [
+            {**base, "metric": "gpu__time_duration.sum", "unit": unit, "value": t},
+            {**base, "metric": "smsp__inst_executed.sum", "unit": "inst", "value": inst},
+            {**base, "metric": "smsp__issue_active.avg.pct_of_peak_sustained_active", "unit": "%",
+             "value": issue},
+        ]
+
+    # two launches of K0: 30 us at 90 % issue and 10 us at 50 % issue; counts add
+    df = pd.DataFrame(rows("K0", 0, "us", 30.0, 1000, 90.0) + rows("K0", 1, "ns", 10000.0, 3000, 50.0))
+    section = _render(tmp_path, df)
+    cells = _row(section, "K0")
+    assert cells[2] == "0.040"  # 30 us + 10 us
+    assert cells[5] == "80.0"  # (30*90 + 10*50) / 40
+    assert cells[8] == f"{4000 / (64**3 / 32):.3f}"
+
+
+def test_counters_latest_profile_wins(tmp_path):
+    def row(run_id, t):
+        return {"kernel": "TA", "M": 64, "N": 64, "K": 64, "launch": 0, "run_id": run_id,
+                "metric": "gpu__time_duration.sum", "unit": "ns", "value": t}
+
+    section = _render(tmp_path, pd.DataFrame([row("20261130T100000", 5e6), row("20261130T110000", 2e6)]))
+    assert _row(section, "TA")[2] == "2.000"
+
+
+def test_request_ledger_sentence_for_k1(tmp_path):
+    M = N = K = 256
+    wfma = M * N * K / 32
+    base = {"kernel": "K1", "M": M, "N": N, "K": K, "launch": 0, "run_id": "r"}
+    df = pd.DataFrame([
+        {**base, "metric": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "unit": "sector",
+         "value": 33 * wfma},
+        {**base, "metric": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "unit": "", "value": 2 * wfma},
+    ])
+    section = _render(tmp_path, df)
+    counted = registry.get("K1").counted.req_per_fma
+    line = next(ln for ln in section.splitlines() if ln.startswith("**Request ledger (K1):**"))
+    assert f"counted {counted:g} requests" in line
+    assert "measured 33.00 32-byte sectors and 2.00 load instructions" in line
+
+
+def test_counters_absent_or_empty(tmp_path):
+    section = _render(tmp_path / "a", None)
+    assert "ncu.csv not in this run" in section and "python -m study.profile" in section
+    empty = pd.DataFrame(columns=["kernel", "M", "N", "K", "metric", "value"])
+    section = _render(tmp_path / "b", empty)
+    assert "ncu.csv has no rows" in section
