@@ -115,3 +115,25 @@ def test_cpp_host_wrappers_refuse_bad_operands():
     assert "multiples of 4" in lines[0], r.stdout
     assert "float32" in lines[1], r.stdout
     assert lines[2] == "None True", r.stdout
+
+
+@pytest.mark.gpu
+def test_ta_bk_floor_is_what_the_compiler_accepts():
+    """TA puts BK 8 in its space only where tl.dot compiles it: the floor it reads is the real one."""
+    from triton.compiler.errors import CompilationError
+
+    from triton_kernels import ta_autotuned as ta
+    from triton_kernels.tile import launch_tiled
+
+    k_min = ta.min_dot_k()
+
+    def tiled(a, b, out):
+        launch_tiled(a, b, out, BM=32, BN=32, BK=k_min, num_warps=4, num_stages=2)
+
+    assert bench.check(tiled, 67, 131, 97) <= bench.TOLERANCE
+    if k_min > 8:
+        import torch
+
+        a, b = bench.random_inputs(32, 32, 32, seed=0)
+        with pytest.raises(CompilationError):
+            launch_tiled(a, b, torch.empty(32, 32, device="cuda"), BM=32, BN=32, BK=8, num_warps=4)

@@ -10,30 +10,37 @@ Why the space is what it is. With ``input_precision="ieee"`` the dot is plain FF
 CUDA cores, not tensor cores, so the levers are those of a hand-written SGEMM: outputs per
 thread (FFMAs per shared-memory load), registers (they cap the resident blocks), pipeline
 depth (shared memory, which caps them too) and enough blocks to fill the 132 SMs. On the
-H200 the first measurement at 4096^3 was won by 64x64x64, 4 warps, 3 stages: 3.115 ms,
-44.1 TFLOP/s, 86% of cuBLAS FP32 (2.686 ms, 51.2 TFLOP/s); the twins' tile 32x128x32
-pipelined (T5p) reached 41.2. Compiled for sm_90 (Triton 3.6) that winner has 32 outputs
-per thread, 128 registers and 64 KB of buffers: 3 blocks (12 warps) per SM, ~88% of its
-main loop FFMA. So the space is centred there:
+H200 at 4096^3 a wide sweep (``python -m study.sweep``: 298 tiles x depths x warp counts,
+then program order and register caps of the 8 fastest, Triton 3.6) found a plateau, not a
+peak: 64x64 tiles on 4 warps (32 outputs per thread, BK 16 or 64), 128x64 and 64x128 on 4
+warps (64 per thread) and 128x64 on 8 warps all land at 87-89% of cuBLAS FP32; 1 stage
+reaches 82%, 128 outputs per thread 80-84%. Nsight Compute (``python -m study.profile``)
+says why: such a tile executes as many instructions per FMA as cuBLAS's kernel (1.13 per
+warp FMA each) but issues on ~79% of scheduler cycles against cuBLAS's ~89%, the rest
+lost to shared-load latency and dispatch stalls -- the schedule inside the tile, which no
+choice of tile, depth or warp count changes. So the space is that plateau and its edges:
 
-* 4 warps on 64x64, 64x128 and 128x64 tiles, BK 32..128, 2..5 stages. 64x128 and 128x64
-  hold 64 outputs per thread (~17% fewer shared loads per FFMA) at ~168 registers with
-  BK 32, still 3 blocks per SM. Deeper K or pipelines are kept only where they leave at
-  least 2 blocks per SM: one 4-warp block alone on an SM cannot hide its load latency.
-  BK 128 unrolls 4096..8192 FFMAs into the loop body, so only one such point per tile.
+* 4 warps on 64x64, 64x128 and 128x64 tiles, BK 16..128, 1..5 stages. 64x128 and 128x64
+  hold 64 outputs per thread at ~168 registers with BK 32, 3 blocks per SM. Deeper K or
+  pipelines are kept only where they leave at least 2 blocks per SM: one 4-warp block alone
+  on an SM cannot hide its load latency. BK 128 unrolls 4096..8192 FFMAs into the loop
+  body, so only one such point per tile. 1 stage (no software pipelining, like the CUDA
+  kernels) on the two tiles where it came closest.
 * 8 warps on 128x128, BK 16..32 (and one BK 64), 2..5 stages: 64 outputs per thread at
   ~190 registers, one block per SM -- the cuBLAS-like shape; and 8 warps on its halves
-  64x128 / 128x64 (32 outputs per thread, 2 blocks per SM).
-* A few register-heavy points: 128 outputs per thread (128x128 on 4 warps, 128x256 /
-  256x128 on 8 warps; the fewest shared loads per FFMA, at 255 registers), 64x256 / 256x64
-  on 8 warps, 64x64 on 2 warps, and 32x256 for short wide problems.
+  64x128 / 128x64 (32 outputs per thread, 2 blocks per SM; 128x64x64 sits on the plateau).
+* A few register-heavy points: 128 outputs per thread (128x128 on 4 warps; the fewest
+  shared loads per FFMA, at 255 registers), 64x256 / 256x64 on 8 warps, 64x64 on 2 warps,
+  and 32x256 for short wide problems.
+* BK 8 where the installed Triton accepts a K of 8 in ``tl.dot`` for FP32 (3.9 does, 3.6
+  requires 16): :func:`min_dot_k`.
 * Small tiles (fewer than 64x64 outputs) for problems too small to fill the SMs with 64x64
   tiles, and 16-row tiles (the smallest ``tl.dot`` accepts) for decode-sized M.
 
 The space is pruned per shape (:func:`prune`) because a tuning pass compiles and times every
 candidate, once per shape, and the study's default run -- about 8 shapes plus its small
-correctness shapes -- must finish within 10 minutes: 38 candidates for a large square problem (43
-at 1024^3, where small tiles are kept), 7 for M = 32, 5 for M = 1, 4 for a tiny problem.
+correctness shapes -- must finish within 10 minutes: about 40 candidates for a large square problem (more at
+1024^3, where small tiles are kept), 7 for M = 32, 5 for M = 1, 4 for a tiny problem.
 Candidates go when their pipeline buffers do not fit in shared memory, when their block
 tile is much taller/wider than the matrix, when they are small tiles on a problem that
 64x64 tiles already spread over the SMs several times over, or 16-row tiles on a problem
@@ -67,7 +74,8 @@ TINY_KEEP = 4
 
 # (BM, BN, BK, num_warps, num_stages)
 _SPACE = (
-    # 4 warps, 64x64: the first H200 winner (64x64x64, 3 stages) and its neighbours
+    # 4 warps, 64x64: the plateau at 4096^3 on the H200 (64x64x64 2 stages, 64x64x16 3 stages)
+    (64, 64, 16, 4, 3), (64, 64, 16, 4, 4),
     (64, 64, 32, 4, 3), (64, 64, 32, 4, 4), (64, 64, 32, 4, 5),
     (64, 64, 64, 4, 2), (64, 64, 64, 4, 3), (64, 64, 64, 4, 4),
     (64, 64, 128, 4, 2),
@@ -76,15 +84,16 @@ _SPACE = (
     (64, 128, 64, 4, 2), (64, 128, 64, 4, 3), (64, 128, 128, 4, 2),
     (128, 64, 32, 4, 3), (128, 64, 32, 4, 4), (128, 64, 32, 4, 5),
     (128, 64, 64, 4, 2), (128, 64, 64, 4, 3), (128, 64, 128, 4, 2),
+    # unpipelined (1 stage), where it came closest
+    (64, 128, 32, 4, 1), (64, 64, 32, 4, 1),
     # 8 warps, 128x128: 64 outputs per thread, one block per SM
     (128, 128, 16, 8, 3), (128, 128, 16, 8, 4), (128, 128, 16, 8, 5),
     (128, 128, 32, 8, 2), (128, 128, 32, 8, 3), (128, 128, 32, 8, 4),
     (128, 128, 64, 8, 2),
     # 8 warps on half that tile: 32 outputs per thread, two blocks per SM
-    (64, 128, 32, 8, 3), (128, 64, 32, 8, 3),
+    (64, 128, 32, 8, 3), (128, 64, 32, 8, 3), (128, 64, 64, 8, 3),
     # 128 outputs per thread: fewest shared loads per FFMA, 255 registers
-    (128, 128, 16, 4, 4), (128, 128, 32, 4, 3),
-    (128, 256, 16, 8, 3), (256, 128, 16, 8, 3), (64, 256, 32, 8, 3), (256, 64, 32, 8, 3),
+    (128, 128, 16, 4, 4), (128, 128, 32, 4, 3), (64, 256, 32, 8, 3), (256, 64, 32, 8, 3),
     # 2 warps on 64x64 (64 outputs per thread), and a wide 32-row tile for short problems
     (64, 64, 32, 2, 4), (32, 256, 32, 4, 3),
     # small tiles: problems too small to fill the SMs with 64x64 tiles
@@ -94,7 +103,21 @@ _SPACE = (
     (16, 64, 64, 2, 4), (16, 128, 32, 4, 4), (16, 128, 64, 4, 3), (16, 256, 32, 4, 3),
     (16, 64, 32, 2, 5),
 )
+# BK 8: only where tl.dot takes K = 8 for FP32 (see min_dot_k)
+_BK8_SPACE = ((64, 64, 8, 4, 3), (64, 128, 8, 4, 4))
 _INTERPRET_SPACE = ((32, 32, 32, 4, 1),)
+
+
+def min_dot_k() -> int:
+    """The smallest K the installed Triton's ``tl.dot`` accepts for FP32 operands (16 if unknown)."""
+    try:
+        import triton.language as tl
+        from triton.backends.compiler import GPUTarget
+        from triton.backends.nvidia.compiler import min_dot_size
+
+        return int(min_dot_size(GPUTarget("cuda", 90, 32))(tl.float32, tl.float32)[2])
+    except Exception:  # an API this code does not know: assume the older, stricter bound
+        return 16
 
 
 def _config(bm, bn, bk, warps, stages):
@@ -144,9 +167,17 @@ def prune(configs, named_args, **kwargs):
     return kept or sorted(configs, key=area)[:2]
 
 
-CONFIGS = [_config(*c) for c in (_INTERPRET_SPACE if interpreting() else _SPACE)]
-# Used for ahead-of-time compilation when no tuning result is at hand: the H200's 4096^3 winner.
-DEFAULT_CONFIG = {"BM": 64, "BN": 64, "BK": 64, "GROUP_M": GROUP_M, "num_warps": 4, "num_stages": 3}
+def space() -> tuple[tuple[int, int, int, int, int], ...]:
+    """(BM, BN, BK, num_warps, num_stages) of every candidate this Triton can compile."""
+    if interpreting():
+        return _INTERPRET_SPACE
+    return _SPACE + tuple(c for c in _BK8_SPACE if c[2] >= min_dot_k())
+
+
+CONFIGS = [_config(*c) for c in space()]
+# Used for ahead-of-time compilation when no tuning result is at hand: the H200's 4096^3 winner
+# in the last study run (88% of cuBLAS), on the plateau the sweep found.
+DEFAULT_CONFIG = {"BM": 64, "BN": 64, "BK": 64, "GROUP_M": GROUP_M, "num_warps": 4, "num_stages": 2}
 
 
 # --------------------------------------------------------------------------------------------
