@@ -1615,6 +1615,11 @@ def _counters(run: Run) -> pd.DataFrame:
     return _sorted(pd.DataFrame(rows)) if rows else pd.DataFrame()
 
 
+def _div(a: float, b: float) -> float:
+    """a / b, NaN where b is 0 or either is missing (a kernel with no shared loads, say)."""
+    return a / b if np.isfinite(a) and np.isfinite(b) and b != 0 else math.nan
+
+
 def _ncu_getter(r: pd.Series) -> Callable[[str], float]:
     """``g(key)``: the value of metric ``_NCU[key]`` in row ``r``, NaN when it was not read."""
     return lambda key: float(r.get(_NCU[key], np.nan))
@@ -1661,8 +1666,8 @@ def section_counters(run: Run) -> list[str]:
             r["kernel"], _shape(r["M"], r["N"], r["K"]), _num(g("time") / 1e6, "{:.3f}"),
             _num(g("regs"), "{:.0f}"),
             _num(g("warps")), _num(g("issue")), _num(g("fma_pipe")),
-            _num(g("inst_fma") / g("inst"), "{:.3f}"), _num(g("inst") / wfma, "{:.3f}"),
-            _num(g("lds") / wfma, "{:.3f}"), _num(g("conflicts") / g("wavefronts"), "{:.3f}"),
+            _num(_div(g("inst_fma"), g("inst")), "{:.3f}"), _num(g("inst") / wfma, "{:.3f}"),
+            _num(g("lds") / wfma, "{:.3f}"), _num(_div(g("conflicts"), g("wavefronts")), "{:.3f}"),
             _num(g("sectors") / wfma, "{:.2f}"), _top_stalls(r),
         ])
     lines += _md(header, rows)
@@ -1698,7 +1703,8 @@ def _counter_findings(tab: pd.DataFrame) -> list[str]:
         out.append(
             f"**Request ledger ({k.id}):** counted {k.counted.req_per_fma:g} requests per warp FMA; "
             f"measured {r.get(_NCU['sectors'], np.nan) / wfma:.2f} 32-byte sectors and "
-            f"{r.get(_NCU['requests'], np.nan) / wfma:.2f} load instructions (requests) per warp FMA."
+            f"{r.get(_NCU['requests'], np.nan) / wfma:.2f} load instructions per warp FMA (the "
+            "ledger counts a warp's coalesced 128-byte load as one request; it spans 4 sectors)."
         )
         out.append("")
     return out

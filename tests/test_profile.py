@@ -210,12 +210,16 @@ def test_request_ledger_sentence_for_k1(tmp_path):
         {**base, "metric": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "unit": "sector",
          "value": 33 * wfma},
         {**base, "metric": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "unit": "", "value": 2 * wfma},
+        # no shared loads at all: the conflicts-per-wavefront cell is empty, not an error
+        {**base, "metric": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "unit": "", "value": 0},
+        {**base, "metric": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "value": 0},
     ])
     section = _render(tmp_path, df)
     counted = registry.get("K1").counted.req_per_fma
     line = next(ln for ln in section.splitlines() if ln.startswith("**Request ledger (K1):**"))
     assert f"counted {counted:g} requests" in line
     assert "measured 33.00 32-byte sectors and 2.00 load instructions" in line
+    assert _row(section, "K1")[10] == "–"
 
 
 def test_counters_absent_or_empty(tmp_path):
