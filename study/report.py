@@ -1655,6 +1655,13 @@ def section_counters(run: Run) -> list[str]:
         "warp passed over for another is not counted).",
         "",
     ]
+    src, where = run.tables["ncu"], []
+    for what, col in (("commit", "commit"), ("run", "run_id"), ("ncu", "ncu")):
+        vals = sorted({str(v) for v in src.get(col, pd.Series(dtype=str)).dropna() if str(v).strip()})
+        if vals:
+            where.append(f"{what} {', '.join(vals)}")
+    if where:
+        lines += [f"Read at {'; '.join(where)}.", ""]
     header = ["kernel", "shape", "ms", "regs", "warps active %", "issue %", "FMA pipe %",
               "FMA-pipe share of instr.", "instr. / warp FMA", "LDS / warp FMA", "bank conflicts / wavefront",
               "global sectors / warp FMA", "top stalls"]

@@ -168,6 +168,7 @@ def test_counters_table_from_the_recorded_h200_profile(tmp_path):
     assert k0["smsp__issue_active.avg.pct_of_peak_sustained_active"] > 85
     assert ta["smsp__issue_active.avg.pct_of_peak_sustained_active"] < 82
     assert abs(ta["smsp__inst_executed.sum"] / k0["smsp__inst_executed.sum"] - 1) < 0.01
+    assert "Read at commit 690021b10c58; run 20261130T105200." in section  # the fixture's provenance
     finding = next(ln for ln in section.splitlines() if ln.startswith("**Finding (TA vs cuBLAS):**"))
     assert "issues on 78.6% of scheduler cycles against 89.3%" in finding
     # waits only: the two non-wait reasons never appear among the stalls

@@ -11,16 +11,22 @@ explicit shared memory.
 specialised to the constant 1, the compiler would see B as contiguous along N, give B a
 vectorised layout (4 columns per thread, LDG.128) and A a scalar one, and reconcile the two
 by converting A's layout *through shared memory on every k-step* (barriers included) -- a
-shared-memory round trip K1/K2 do not have. Without that fact both loads share one layout:
-one element per thread per row, a warp along a row of 32 columns (column from the lane, as in
-K2), 8 rows per thread; the SASS loop is 2 LDG.E per FFMA, the K2 ledger.
+shared-memory round trip K1/K2 do not have. Without that fact both loads share one layout
+and the SASS loop is 2 LDG.E per FFMA: the byte ledger of K1 and K2 alike.
+
+Which of the two it is, the SASS does not say (the same instructions serve both mappings);
+the hardware counters do. On the H200 with Triton 3.6 (``python -m study.profile --kernels
+T1,K1,K2``) T1 reads 33.00 32-byte sectors per warp FMA -- K1's 32 for an uncoalesced A
+column plus 1 for a broadcast B value, where K2 reads 5.00 -- and runs in K1's time
+(275.7 ms at 4096^3, K1 275.9, K2 22.9). So the compiler lays lanes down the rows: K1's
+mapping, which this source neither asks for nor can forbid.
 
 What Triton does not let you express:
 
 * the thread -> element mapping. K1 (row from ``threadIdx.x``: uncoalesced A, broadcast B)
   and K2 (column from ``threadIdx.x``: broadcast A, coalesced B) differ *only* in that mapping;
-  Triton derives the layout from what it can prove about the addresses (above: the K2
-  mapping), so K1's deliberate uncoalescing cannot be written down;
+  Triton derives the layout from what it can prove about the addresses (above: K1's
+  mapping, chosen by the compiler), so neither mapping can be written down;
 * shared memory, or its absence: staging is implicit (operands of ``tl.dot``, layout
   conversions such as the vectorised store of C at the end of this kernel), so "no on-chip
   reuse" is a property of this source and of the SASS it happens to produce, not a guarantee;
