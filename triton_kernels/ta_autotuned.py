@@ -14,7 +14,8 @@ H200 at 4096^3 a wide sweep (``python -m study.sweep``: 298 tiles x depths x war
 then program order and register caps of the 8 fastest, Triton 3.6) found a plateau, not a
 peak: 64x64 tiles on 4 warps (32 outputs per thread, BK 16 or 64), 128x64 and 64x128 on 4
 warps (64 per thread) and 128x64 on 8 warps all land at 87-89% of cuBLAS FP32; 1 stage
-reaches 82%, 128 outputs per thread 80-84%. Nsight Compute (``python -m study.profile``)
+reaches at most 82%, 128 outputs per thread 85%, 16 per thread 74% (the rows are in
+``reports/data/sweep.csv``). Nsight Compute (``python -m study.profile``)
 says why: such a tile executes as many instructions per FMA as cuBLAS's kernel (1.13 per
 warp FMA each) but issues on ~79% of scheduler cycles against cuBLAS's ~89%, the rest
 lost to shared-load latency and dispatch stalls -- the schedule inside the tile, which no
