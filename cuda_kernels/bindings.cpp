@@ -35,20 +35,26 @@ struct KernelEntry {
     const char *symbol;    // kernel name in SASS
     Launch launch;
     bool vec4;             // 128-bit loads: N, K multiples of 4, 16-byte aligned pointers
+    bool y_walks_n;        // gridDim.y covers the columns of C (K1), else its rows
 };
 
-#define SGEMM_ENTRY(name, sym, vec4) \
-    KernelEntry { name, #sym, launch_##sym, vec4 }
+#define SGEMM_ENTRY(name, sym, vec4, y_walks_n) \
+    KernelEntry { name, #sym, launch_##sym, vec4, y_walks_n }
 
 const KernelEntry kKernels[] = {
-    SGEMM_ENTRY("k1", k1_naive, false),
-    SGEMM_ENTRY("k2", k2_coalesced, false),
-    SGEMM_ENTRY("k3", k3_smem_tile, false),
-    SGEMM_ENTRY("k3c", k3c_coarsened, false),
-    SGEMM_ENTRY("k4", k4_reg_tile_1d, false),
-    SGEMM_ENTRY("k5", k5_reg_tile_2d, false),
-    SGEMM_ENTRY("k6", k6_vectorized, true),
+    SGEMM_ENTRY("k1", k1_naive, false, true),
+    SGEMM_ENTRY("k2", k2_coalesced, false, false),
+    SGEMM_ENTRY("k3", k3_smem_tile, false, false),
+    SGEMM_ENTRY("k3c", k3c_coarsened, false, false),
+    SGEMM_ENTRY("k4", k4_reg_tile_1d, false, false),
+    SGEMM_ENTRY("k5", k5_reg_tile_2d, false, false),
+    SGEMM_ENTRY("k6", k6_vectorized, true, false),
 };
+
+// Every launcher gives each block 32 rows (K1: 32 columns) along gridDim.y, which CUDA caps
+// at 65535 blocks: the largest extent that dimension can cover.
+constexpr int64_t kGridYRows = 32;
+constexpr int64_t kMaxGridY = 65535;
 
 const char *check_operand(const at::Tensor &t) {
     REQUIRE(t.is_cuda(), "every tensor must be on a CUDA device");
@@ -83,6 +89,12 @@ const char *run(const KernelEntry &k, const at::Tensor &a, const at::Tensor &b, 
     REQUIRE(M >= 1 && N >= 1 && K >= 1, "M, N and K must all be >= 1");
     REQUIRE(!overlaps(c, a) && !overlaps(c, b),
             "c must not share memory with a or b (the kernels read them as __restrict__)");
+    REQUIRE(k.y_walks_n || (M + kGridYRows - 1) / kGridYRows <= kMaxGridY,
+            "M exceeds 2097120: this kernel's grid puts 32 rows of C per block on gridDim.y, "
+            "which CUDA caps at 65535 blocks");
+    REQUIRE(!k.y_walks_n || (N + kGridYRows - 1) / kGridYRows <= kMaxGridY,
+            "N exceeds 2097120: this kernel's grid puts 32 columns of C per block on gridDim.y, "
+            "which CUDA caps at 65535 blocks");
     if (k.vec4) {
         REQUIRE(N % 4 == 0 && K % 4 == 0, "N and K must be multiples of 4 (128-bit loads)");
         for (const at::Tensor *t : {&a, &b, &c}) {

@@ -137,3 +137,58 @@ def test_ta_bk_floor_is_what_the_compiler_accepts():
         a, b = bench.random_inputs(32, 32, 32, seed=0)
         with pytest.raises(CompilationError):
             launch_tiled(a, b, torch.empty(32, 32, device="cuda"), BM=32, BN=32, BK=8, num_warps=4)
+
+
+CUDA_IDS = [k.id for k in kernels.by_impl("cuda")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kid", CUDA_IDS)
+def test_cuda_kernels_accumulate_into_c_with_beta(kid):
+    """c = alpha * a @ b + beta * c: the epilogue that reads the old C (the study itself uses beta = 0)."""
+    import torch
+
+    import cuda_kernels
+
+    fn = getattr(cuda_kernels.load(), kernels.get(kid).target.split(":", 1)[1])
+    M, N, K = 67, 132, 96  # odd M; N and K multiples of 4 for K6
+    a, b = bench.random_inputs(M, N, K, seed=11)
+    c0 = torch.randn(M, N, device="cuda", generator=torch.Generator(device="cuda").manual_seed(12))
+    c = c0.clone()
+    assert fn(a, b, c, 1.5, -0.5) is None
+    ref = 1.5 * (a.double() @ b.double()) - 0.5 * c0.double()
+    assert bench.relative_error(c, ref) <= bench.TOLERANCE
+
+
+GRID_PROBE = """
+import sys, torch
+from study import bench, kernels
+kid, dim = sys.argv[1], sys.argv[2]
+top = 65535 * 32  # the largest extent gridDim.y can cover at 32 rows (columns) per block
+for extent in (top + 1, top):
+    M, N = (extent, 4) if dim == "M" else (4, extent)
+    try:
+        err = bench.check(kernels.get(kid).launcher, M, N, 4, seed=3)
+        print("ok" if err <= bench.TOLERANCE else f"wrong {err:.2e}")
+    except ValueError as e:
+        print("refused", str(e))
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kid", CUDA_IDS)
+def test_cuda_grid_y_limit_is_refused_before_launch(kid):
+    """One past what gridDim.y can cover is refused by name; the limit itself computes right."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    dim = "N" if kid == "K1" else "M"  # K1's grid walks rows along x, columns along y
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-c", GRID_PROBE, kid, dim], cwd=root, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    over, at = r.stdout.strip().splitlines()
+    assert over.startswith("refused") and f"{dim} exceeds 2097120" in over, over
+    assert at == "ok", at
