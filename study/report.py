@@ -1687,19 +1687,19 @@ def _counter_findings(tab: pd.DataFrame) -> list[str]:
     out = []
     by = _by_kernel(tab)
     base = registry.BASELINE.id
-    issue = lambda r: r.get(_NCU["issue"], np.nan)  # noqa: E731
     if base in by:
-        b = by[base]
+        gb = _ncu_getter(by[base])
         for kid in ("TA", "T5p", "K6"):
             if kid not in by or kid == base:
                 continue
-            r = by[kid]
-            wb, wr = (x["M"] * x["N"] * x["K"] / 32 for x in (b, r))
+            r, g = by[kid], _ncu_getter(by[kid])
+            wb, wr = (x["M"] * x["N"] * x["K"] / 32 for x in (by[base], r))
+            per_fma = _num(g("inst") / wr, "{:.3f}"), _num(gb("inst") / wb, "{:.3f}")
             out.append(
-                f"**Finding ({kid} vs cuBLAS):** {kid} executes {r[_NCU['inst']] / wr:.3f} instructions per "
-                f"warp FMA against cuBLAS's {b[_NCU['inst']] / wb:.3f}, and issues on {issue(r):.1f}% of "
-                f"scheduler cycles against {issue(b):.1f}%; its FMA pipe is busy {r[_NCU['fma_pipe']]:.1f}% "
-                f"of cycles against {b[_NCU['fma_pipe']]:.1f}% (top stalls: {_top_stalls(r)})."
+                f"**Finding ({kid} vs cuBLAS):** {kid} executes {per_fma[0]} instructions per warp FMA "
+                f"against cuBLAS's {per_fma[1]}, and issues on {_num(g('issue'))}% of scheduler cycles "
+                f"against {_num(gb('issue'))}%; its FMA pipe is busy {_num(g('fma_pipe'))}% of cycles "
+                f"against {_num(gb('fma_pipe'))}% (top stalls: {_top_stalls(r)})."
             )
             out.append("")
     for k in registry.KERNELS:

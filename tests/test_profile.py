@@ -229,3 +229,18 @@ def test_counters_absent_or_empty(tmp_path):
     empty = pd.DataFrame(columns=["kernel", "M", "N", "K", "metric", "value"])
     section = _render(tmp_path / "b", empty)
     assert "ncu.csv has no rows" in section
+
+
+def test_counters_with_missing_metrics_render_dashes(tmp_path):
+    """An ncu.csv that lacks a metric (another ncu, a cut-short run) costs cells, not the section."""
+    def row(kid, metric, value):
+        return {"kernel": kid, "M": 64, "N": 64, "K": 64, "launch": 0, "run_id": "r", "metric": metric,
+                "unit": "%", "value": value}
+
+    issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+    section = _render(tmp_path, pd.DataFrame([row("K0", issue, 89.0), row("TA", issue, 79.0)]))
+    assert "could not be rendered" not in section
+    finding = next(ln for ln in section.splitlines() if ln.startswith("**Finding (TA vs cuBLAS):**"))
+    assert "executes – instructions" in finding
+    assert "issues on 79.0% of scheduler cycles against 89.0%" in finding
+    assert _row(section, "TA")[5] == "79.0" and _row(section, "TA")[2] == "–"
