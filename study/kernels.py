@@ -196,8 +196,8 @@ KERNELS: tuple[Kernel, ...] = (
         # K2's byte ledger (K1's is the same): no on-chip reuse, so each output loads its own A
         # and B value per k (its SASS loop: 16 LDG per 8 FFMA); which of the two request
         # patterns it gets is the compiler's choice (notes). The counts are per output element;
-        # Triton gives each of its 128 threads 8 outputs, which leaves every ratio unchanged. Its (32, 32, 1)
-        # tile is the launch grid's, not a shared-memory tile: the byte ledger is K2's.
+        # Triton gives each of its 128 threads 8 outputs, which leaves every ratio unchanged.
+        # Its (32, 32, 1) tile is the launch grid's, not a shared-memory tile.
         counted=Counted(0, 0, 1, 2, 2, 1, 1, 1),
         notes="Triton has no way to say which thread owns which element: the compiler picks the "
         "mapping, so neither K1's nor K2's can be asked for. On the H200 with Triton 3.6 it picked "

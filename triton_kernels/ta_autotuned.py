@@ -15,11 +15,11 @@ then program order and register caps of the 8 fastest, Triton 3.6) found a plate
 peak: 64x64 tiles on 4 warps (32 outputs per thread, BK 16 or 64), 128x64 and 64x128 on 4
 warps (64 per thread) and 128x64 on 8 warps all land at 87-89% of cuBLAS FP32; 1 stage
 reaches at most 82%, 128 outputs per thread 85%, 16 per thread 74% (the rows are in
-``reports/data/sweep.csv``). Nsight Compute (``python -m study.profile``)
-says why: such a tile executes as many instructions per FMA as cuBLAS's kernel (1.13 per
-warp FMA each) but issues on ~79% of scheduler cycles against cuBLAS's ~89%, the rest
-lost to shared-load latency and dispatch stalls -- the schedule inside the tile, which no
-choice of tile, depth or warp count changes. So the space is that plateau and its edges:
+``reports/data/sweep.csv``). Nsight Compute (``python -m study.profile``) says why: such a
+tile executes as many instructions per FMA as cuBLAS's kernel (1.13 per warp FMA each) but
+issues on ~79% of scheduler cycles against cuBLAS's ~89%, the rest lost to shared-load
+latency and dispatch stalls -- the schedule inside the tile, which no choice of tile, depth
+or warp count changes. So the space is that plateau and its edges:
 
 * 4 warps on 64x64, 64x128 and 128x64 tiles, BK 16..128, 1..5 stages. 64x128 and 128x64
   hold 64 outputs per thread at ~168 registers with BK 32, 3 blocks per SM. Deeper K or
@@ -40,8 +40,9 @@ choice of tile, depth or warp count changes. So the space is that plateau and it
 
 The space is pruned per shape (:func:`prune`) because a tuning pass compiles and times every
 candidate, once per shape, and the study's default run -- about 8 shapes plus its small
-correctness shapes -- must finish within 10 minutes: about 40 candidates for a large square problem (more at
-1024^3, where small tiles are kept), 7 for M = 32, 5 for M = 1, 4 for a tiny problem.
+correctness shapes -- must finish within 10 minutes: about 40 candidates for a large
+square problem (more at 1024^3, where small tiles are kept), 7 for M = 32, 5 for M = 1, 4
+for a tiny problem.
 Candidates go when their pipeline buffers do not fit in shared memory, when their block
 tile is much taller/wider than the matrix, when they are small tiles on a problem that
 64x64 tiles already spread over the SMs several times over, or 16-row tiles on a problem
