@@ -105,9 +105,10 @@ def parse_ncu_csv(text: str) -> list[dict]:
 
 
 def ncu_error(text: str) -> str:
-    """The first ``==ERROR==`` line of ncu's output, else its last non-empty line."""
+    """The first ``==ERROR==`` line of ncu's output or ``error:`` line of the child's, else the
+    last non-empty line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("==ERROR==")]
+    errors = [ln for ln in lines if ln.startswith(("==ERROR==", "error:"))]
     return (errors or lines or ["no output"])[0 if errors else -1][:200]
 
 

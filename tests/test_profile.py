@@ -70,6 +70,8 @@ def test_ncu_error_prefers_the_error_line():
     text = "==PROF== Connected\n==ERROR== Failed to find metric foo\nTraceback...\nlast line\n"
     assert profile.ncu_error(text) == "==ERROR== Failed to find metric foo"
     assert profile.ncu_error("a\n\nlast line\n") == "last line"
+    child = "error: K3 at 64x64x64: relative error 1.0e-01 > 1e-05; not profiled\n==PROF== Disconnected\n"
+    assert profile.ncu_error(child).startswith("error: K3 at 64x64x64")
     assert profile.ncu_error("") == "no output"
 
 
