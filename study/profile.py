@@ -25,10 +25,7 @@ import sys
 from pathlib import Path
 
 from study.errors import InputError
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+from study.run import say
 
 DEFAULT_KERNELS = "K1,K2,K6,T5p,TA,K0"
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"

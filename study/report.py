@@ -32,6 +32,7 @@ from study import experiments, ledgers, model
 from study import kernels as registry
 from study import results as results_io
 from study.errors import InputError
+from study.errors import first_line as _first_line
 from study.gpu import GPU, fp32_lanes_per_sm
 
 REPO = Path(__file__).resolve().parent.parent
@@ -228,12 +229,6 @@ def _col(df: pd.DataFrame, name: str) -> pd.Series:
     if name not in df.columns:
         return pd.Series(np.nan, index=df.index, dtype=float)
     return pd.to_numeric(df[name], errors="coerce")
-
-
-def _first_line(e: BaseException) -> str:
-    """An exception as one line: its type and the first line of its message."""
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
 
 
 def _num(x, fmt: str = "{:.1f}") -> str:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from study import experiments, kernels
-from study.errors import InputError
+from study.errors import InputError, first_line
 
 REPO = Path(__file__).resolve().parent.parent
 CHECK_SHAPES = ((1, 1, 1), (33, 65, 17), (67, 131, 97), (1, 4096, 4096))
@@ -347,7 +347,7 @@ def correctness_sweep(chosen, bench) -> dict[str, str]:
             try:
                 err = bench.check(k.launcher, *shape, seed=sum(shape))
             except Exception as e:  # a launch failure is a failed check, reported with its reason
-                failed[k.id] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                failed[k.id] = first_line(e)
                 break
             if not err <= bench.TOLERANCE:
                 failed[k.id] = f"relative error {err:.2e} at {shape[0]}x{shape[1]}x{shape[2]}"

@@ -25,7 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from study.errors import InputError
+from study.errors import InputError, first_line
+from study.run import say
 
 # (BM, BN) block tiles; every warp count that gives MIN..MAX outputs per thread is tried
 TILES = ((64, 64), (64, 128), (128, 64), (128, 128), (32, 128), (128, 32), (32, 64), (64, 32),
@@ -69,11 +70,6 @@ def space() -> list[tuple]:
 _W: dict = {}
 
 
-def _first_line(e: Exception) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0][:120] if text else ''}"
-
-
 def _operands(M: int, N: int, K: int):
     import torch
 
@@ -101,10 +97,10 @@ def _compile(job: tuple) -> tuple:
         try:
             k._init_handles()
         except Exception as e:  # resources over the limit show here
-            return job, f"does not fit: {_first_line(e)}", "", ""
+            return job, f"does not fit: {first_line(e)[:160]}", "", ""
         return job, "compiled", getattr(k, "n_regs", ""), getattr(k, "n_spills", "")
     except Exception as e:
-        return job, f"compile error: {_first_line(e)}", "", ""
+        return job, f"compile error: {first_line(e)[:160]}", "", ""
 
 
 def compile_all(shape, configs, jobs: int, deadline: float) -> dict:
@@ -117,7 +113,7 @@ def compile_all(shape, configs, jobs: int, deadline: float) -> dict:
             job, status, regs, spills = f.result()
             done[job[1]] = (status, regs, spills)
             if i % 20 == 0 or i == len(futures):
-                print(f"compiled {i}/{len(futures)}", file=sys.stderr, flush=True)
+                say(f"compiled {i}/{len(futures)}")
             if time.monotonic() > deadline:
                 for g in futures:
                     g.cancel()
@@ -196,7 +192,7 @@ class Sweep:
                                tflops=self.flops() / t.ms / 1e9, cublas_ms=self.cublas_ms,
                                pct_cublas=100.0 * self.cublas_ms / t.ms)
             except Exception as e:  # a launch that fails is a row, not the end of the sweep
-                row["status"] = f"launch error: {_first_line(e)}"
+                row["status"] = f"launch error: {first_line(e)[:160]}"
         self.file.append(row)
         return row
 
@@ -211,16 +207,15 @@ def run(shape, out: Path, jobs: int, budget_s: float, target_s: float, top: int)
     import triton_kernels.ta_autotuned as ta
 
     base = [(*c, ta.GROUP_M, None) for c in space()]
-    # round 2: the program order and register cap of the fastest tiles (chosen after round 1)
-    print(f"round 1: {len(base)} configurations at {shape}", file=sys.stderr, flush=True)
+    say(f"round 1: {len(base)} configurations at {shape}")
     compiled = compile_all(shape, base, jobs, deadline)
-    print(f"compiled in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    say(f"compiled in {time.monotonic() - t0:.0f} s")
     sw = Sweep(shape, out, target_s)
     sw.time_cublas()
     rows = []
     for i, cfg in enumerate(base):
         if time.monotonic() > deadline:
-            print("budget spent: round 1 cut short", file=sys.stderr, flush=True)
+            say("budget spent: round 1 cut short")
             break
         if cfg not in compiled:
             continue
@@ -229,13 +224,14 @@ def run(shape, out: Path, jobs: int, budget_s: float, target_s: float, top: int)
             sw.time_cublas()
             best = ranked(rows)[:1]
             lead = f"{best[0]['pct_cublas']:.1f}% of cuBLAS" if best else "none ok"
-            print(f"measured {i + 1}/{len(base)}, best {lead}", file=sys.stderr, flush=True)
+            say(f"measured {i + 1}/{len(base)}, best {lead}")
     sw.time_cublas()
+    # round 2: the program order and register cap of the fastest tiles of round 1
     leaders = [tuple(r[k] for k in ("BM", "BN", "BK", "num_warps", "num_stages")) for r in ranked(rows)[:top]]
     variants = [(*c, g, None) for c in leaders for g in (1, 4, 16)]
     variants += [(*c, ta.GROUP_M, r) for c in leaders for r in (96, 128, 168, 232)]
     if time.monotonic() < deadline and variants:
-        print(f"round 2: {len(variants)} variants of the {len(leaders)} fastest", file=sys.stderr, flush=True)
+        say(f"round 2: {len(variants)} variants of the {len(leaders)} fastest")
         compiled2 = compile_all(shape, variants, jobs, deadline)
         for cfg in variants:
             if time.monotonic() > deadline:
@@ -252,7 +248,7 @@ def run(shape, out: Path, jobs: int, budget_s: float, target_s: float, top: int)
         sw.time_cublas(target_s=4 * target_s)
         sw.measure("3", cfg, (r["status"] if r["status"] != "ok" else "compiled", r["regs"], r["spills"]),
                    target_s=4 * target_s)
-    print(f"sweep done in {time.monotonic() - t0:.0f} s: {out / 'sweep.csv'}", file=sys.stderr, flush=True)
+    say(f"sweep done in {time.monotonic() - t0:.0f} s: {out / 'sweep.csv'}")
     return 0
 
 
