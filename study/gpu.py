@@ -2,7 +2,7 @@
 
 Everything here is read from the device or from a JSON file written from the device; no GPU is
 hard-coded. The three formulas below (FP32 peak, DRAM peak, cadence floor) are the only
-definitions of those figures in the project; ``study.ledgers`` uses them.
+definitions of those figures in the project; ``study.derive.ledgers`` uses them.
 """
 
 from __future__ import annotations

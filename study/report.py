@@ -28,7 +28,8 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from study import experiments, ledgers, model
+from study import experiments
+from study.derive import ledgers, model
 from study import kernels as registry
 from study import results as results_io
 from study.errors import InputError

@@ -208,7 +208,7 @@ def measure(args) -> int:
 
     from study import baseline, bench, results
     from study import gpu as gpu_mod
-    from study import ledgers as led
+    from study.derive import ledgers as led
 
     baseline.pin_fp32()
     if "main" in args.experiment_list:  # before anything is timed: a shape that cannot fit is refused
@@ -402,8 +402,8 @@ def derive(times, gpu, out: Path, sass_df, require_calibration: bool = False):
     With ``require_calibration`` (a replay the user asked for) times that cannot be calibrated
     are an InputError instead, raised before anything is written.
     """
-    from study import ledgers as led
-    from study import model
+    from study.derive import ledgers as led
+    from study.derive import model
 
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
@@ -559,7 +559,7 @@ def main_table(ledgers):
     (``ledgers.twin_ratio``: Triton GFLOP/s over the twin's at the same shape; > 1: Triton faster)."""
     import pandas as pd
 
-    from study import ledgers as led
+    from study.derive import ledgers as led
 
     main = ledgers[ledgers["experiment"] == "main"] if "experiment" in ledgers.columns else ledgers
     main = (main if len(main) else ledgers).copy()

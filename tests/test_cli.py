@@ -282,7 +282,7 @@ def test_derive_runs_each_step_its_kernels_allow(tmp_path, capsys):
 
 
 def test_derive_calibrates_once(tmp_path, monkeypatch):
-    from study import model
+    from study.derive import model
 
     calls = []
     real = model.calibrate_exact
@@ -304,7 +304,7 @@ def test_with_tile_columns():
 
 def test_main_table_ratio_is_triton_gflops_over_cuda_gflops():
     gpu = gpu_mod.GPU.from_json(SEED_GPU)
-    from study import ledgers
+    from study.derive import ledgers
 
     times = pd.DataFrame({"kernel": ["K0", "K3", "T3", "K6", "T5", "T1", "K2"], "M": 4096, "N": 4096,
                           "K": 4096, "ms": [2.4, 22.225, 11.1125, 3.358, 6.716, 25.815, 25.815]})

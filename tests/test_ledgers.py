@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from study import kernels, ledgers
+from study import kernels
+from study.derive import ledgers
 from study.errors import InputError
 from study.gpu import GPU
 

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from study import kernels, ledgers, model
+from study import kernels
+from study.derive import ledgers, model
 from study.errors import InputError
 from study.gpu import GPU
 

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from study import kernels as registry
-from study import ledgers, report
+from study import report
+from study.derive import ledgers
 from study.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent

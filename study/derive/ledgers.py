@@ -250,7 +250,7 @@ def ledger_table(
 
     The main caliber is the device-reported max clock; ``*_sampled`` columns use the sampled
     clock (the row's ``sm_clock_mhz``, else ``gpu.sampled_sm_clock_mhz``; NaN when neither).
-    ``predicted_cadence`` and ``model_error_pct`` stay NaN here: ``study.model.apply`` fills them.
+    ``predicted_cadence`` and ``model_error_pct`` stay NaN here: ``study.derive.model.apply`` fills them.
     Counted kernels (the CUDA ones, and T1, which has K2's no-reuse ledger) carry the ledgers
     their counts give; other Triton kernels the byte ledger from their tile (their instruction
     ledger comes from SASS); cuBLAS only the measured figures.

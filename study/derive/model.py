@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from study import ledgers
+from study.derive import ledgers
 from study.errors import InputError
 from study.kernels import Counted
 
