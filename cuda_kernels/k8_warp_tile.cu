@@ -5,11 +5,12 @@
 // as in K7, but a warp's A load now touches 4 distinct 16-byte words (64 contiguous bytes) and its
 // B load 8 (128 contiguous bytes): each fits the 32 banks once, so a warp's k-step needs 4
 // 128-byte shared rows (bank passes) against K7's 10 (K7: A 1 each, B 16 words 32 bytes apart,
-// 4-way conflicted: 4 each). The
-// lane -> (ly, lx) map is chosen for the broadcast packing rule (lanes n and n^1 read the same A
-// word, lanes n and n^2 the same B word), so each LDS.128 can return in 2 wavefronts instead of
-// 4 (128 bytes per cycle): 8 wavefronts per warp k-step against K7's 12. As rows are padded by 4
-// floats so the transposing A store (lanes 2q, 2q+1 write rows k and k + 4) is conflict-free too.
+// 4-way conflicted: 4 each). The lane -> (ly, lx) map also meets the uniform-address packing rule
+// (lanes n and n^1 read the same A word, lanes n and n^2 the same B word; NVIDIA documents it for
+// cc 7.x, Nsight's shared-load wavefront count checks it on the H200), under which an LDS.128
+// returns in 2 wavefronts instead of 4 (128 bytes per cycle): 8 wavefronts per warp k-step against
+// K7's 12. As rows are padded by 4 floats so that the transposing A store (lanes 2q, 2q+1 write
+// rows k and k + 4 of As) is conflict-free too.
 // Global loads are K7's: per phase 1 LDG.128 of A, 1 of B (8 elements) for 512 FMAs.
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
 // Registry entry:
