@@ -36,6 +36,12 @@ EXPERIMENTS: dict[str, str] = {
 DEFAULT = tuple(EXPERIMENTS)
 SIZES = (1024, 2048, 4096, 8192)
 
+# Checking, before anything is timed: small odd shapes against a float64 product, and the
+# largest relative Frobenius error a correct FP32 kernel may have (FP32 lands near 1e-6, TF32
+# near 3e-4).
+CHECK_SHAPES = ((1, 1, 1), (33, 65, 17), (67, 131, 97), (1, 4096, 4096))
+TOLERANCE = 1e-5
+
 
 def points(experiment: str, main_shape: tuple[int, int, int] = (4096, 4096, 4096)) -> list[Point]:
     if experiment == "main":

@@ -15,31 +15,15 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from study import arch
 from study.errors import InputError
-
-# FP32 lanes (CUDA cores) per SM by compute capability. Unknown architectures are refused
-# rather than guessed: a wrong lane count silently scales every peak and the cadence floor.
-FP32_LANES_PER_SM: dict[str, int] = {
-    "3.0": 192, "3.2": 192, "3.5": 192, "3.7": 192,  # Kepler
-    "5.0": 128, "5.2": 128, "5.3": 128,  # Maxwell
-    "6.0": 64, "6.1": 128, "6.2": 128,  # Pascal
-    "7.0": 64, "7.2": 64,  # Volta
-    "7.5": 64,  # Turing
-    "8.0": 64, "8.6": 128, "8.7": 128,  # Ampere
-    "8.9": 128,  # Ada
-    "9.0": 128,  # Hopper
-    "10.0": 128, "10.1": 128, "10.3": 128, "11.0": 128, "12.0": 128, "12.1": 128,  # Blackwell
-}
 
 
 def fp32_lanes_per_sm(cc: str) -> int:
-    try:
-        return FP32_LANES_PER_SM[str(cc)]
-    except KeyError:
-        raise InputError(
-            f"unknown compute capability {cc!r}: no FP32 lanes per SM on record "
-            f"(known: {', '.join(FP32_LANES_PER_SM)})"
-        ) from None
+    """FP32 lanes (CUDA cores) per SM of compute capability ``cc`` ("9.0"), from the arch table
+    (:func:`study.arch.fp32_lanes`): an unknown one is an InputError, never a guess, since a
+    wrong lane count silently scales every peak and the cadence floor."""
+    return arch.fp32_lanes(cc)
 
 
 def fp32_peak_gflops(sms: int, lanes_per_sm: int, clock_mhz: float) -> float:
@@ -296,3 +280,47 @@ class ClockSampler:
 
     def median(self) -> float | None:
         return statistics.median(m for _, m in self.samples) if self.samples else None
+
+
+# ---------------------------------------------------------------------------------------------
+# The GPU of a recorded run
+
+
+def _cc_text(cc) -> str:
+    try:
+        return f"{float(cc):.1f}"
+    except (TypeError, ValueError):
+        return str(cc)
+
+
+def for_run(gpu_json: Path, results) -> tuple[GPU, str]:
+    """The GPU constants of a recorded run and where they came from: ``gpu_json`` when it is
+    there, else the provenance columns of its first results row (which carry no L2 size). The
+    sampled clock, when the description lacks it, is the median sampled in the main experiment.
+    InputError when neither source is usable."""
+    gpu, source = None, "gpu.json not in this run"
+    if Path(gpu_json).is_file():
+        gpu, source = GPU.from_json(gpu_json), "gpu.json"
+    else:
+        try:
+            r = results.iloc[0]
+            cc = _cc_text(r["cc"])
+            gpu = GPU.from_dict({
+                "name": str(r["gpu"]), "sms": int(r["sms"]), "cc": cc,
+                "fp32_lanes_per_sm": fp32_lanes_per_sm(cc), "sm_clock_mhz": float(r["max_sm_clock_mhz"]),
+                "mem_clock_mhz": float(r["mem_clock_mhz"]), "bus_width_bits": int(r["bus_width_bits"]),
+            })
+            source += ": constants from the provenance columns of results.csv (no L2 size)"
+        except (IndexError, KeyError, TypeError, ValueError, InputError) as e:
+            raise InputError(
+                f"no GPU constants: gpu.json is not in this run and the provenance columns of "
+                f"results.csv are incomplete ({e})"
+            ) from None
+    if not gpu.sampled_sm_clock_mhz and "sm_clock_mhz" in results.columns:
+        import pandas as pd
+
+        main = results[results["experiment"].astype(str) == "main"] if "experiment" in results.columns else results
+        clocks = pd.to_numeric(main["sm_clock_mhz"], errors="coerce")
+        if clocks.gt(0).any():
+            gpu = gpu.with_sampled_clock(float(clocks[clocks > 0].median()))
+    return gpu, source

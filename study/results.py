@@ -118,7 +118,7 @@ def read(path: Path, required: list[str] | None = None) -> pd.DataFrame:
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(path, float_precision="round_trip")  # the digits written are the digits read
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
     for c in required or []:

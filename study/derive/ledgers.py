@@ -64,6 +64,16 @@ def bytes_per_out_tile(BM: int, BN: int, K: int, BK: int = 32) -> float:
     return 4 * phases * BK * (1 / BM + 1 / BN) + 4
 
 
+def footprint_bytes(n: float) -> float:
+    """Bytes of A, B and C at M = N = K = n in FP32: 3·n²·4."""
+    return 3 * n * n * 4
+
+
+def n_at_footprint(nbytes: float) -> float:
+    """The square size n whose footprint (``footprint_bytes``) equals ``nbytes``."""
+    return math.sqrt(nbytes / footprint_bytes(1))
+
+
 def ai(K: int, bytes_out: float) -> float:
     """Arithmetic intensity: 2K flops per output over its bytes."""
     return 2 * K / bytes_out

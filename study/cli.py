@@ -1,0 +1,117 @@
+"""What the four command-line tools share: the parser, value checks, one-line errors, exit codes.
+
+Every CLI (``study.run``, ``study.report``, ``study.profile``, ``study.sweep``) builds its parser
+with :class:`Parser`, converts values with the functions here, and runs its body through
+:func:`main`: bad input is one line on stderr and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from study.errors import InputError, first_line
+
+EXIT_BAD_INPUT = 2
+# an internal flag: accepted, but not shown by --help
+HIDDEN = argparse.SUPPRESS
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises InputError (one line) instead of printing its usage and exiting."""
+
+    def error(self, message):
+        raise InputError(message)
+
+
+def say(msg: str) -> None:
+    """A progress or status line, on stderr so tables on stdout stay clean."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def main(body: Callable[[], int]) -> int:
+    """Run a CLI body: InputError -> ``error: <one line>`` and exit 2."""
+    try:
+        return body()
+    except InputError as e:
+        print(f"error: {first_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def positive_int(text: str, what: str = "sizes") -> int:
+    text = str(text).strip()
+    if not (text.isascii() and text.lstrip("+-").isdigit()):
+        raise InputError(f"not an integer: {text!r}")
+    v = int(text)
+    if v <= 0:
+        raise InputError(f"{what} must be positive integers; got {v}")
+    return v
+
+
+def positive_float(text, what: str) -> float:
+    import math
+
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be a positive number; got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise InputError(f"{what} must be a positive number; got {text}")
+    return v
+
+
+def parse_shape(text: str, flag: str = "--shape") -> tuple[int, int, int]:
+    parts = str(text).split(",")
+    if len(parts) != 3:
+        raise InputError(f"{flag} takes M,N,K (three integers); got {text!r}")
+    return tuple(positive_int(p) for p in parts)
+
+
+def nonempty_list(text: str, flag: str, known) -> list[str]:
+    """Items of a comma-separated flag value; an empty value (``''``, ``','``) is refused."""
+    items = [s.strip() for s in str(text).split(",") if s.strip()]
+    if not items:
+        raise InputError(f"{flag} is empty; known: {', '.join(known)}")
+    return items
+
+
+def input_file(text: str | None, flag: str) -> Path:
+    """An existing file named by ``flag``."""
+    if text is None or not str(text).strip():
+        raise InputError(f"{flag} needs a file name; got an empty value")
+    path = Path(text)
+    if not path.is_file():
+        raise InputError(f"{flag} {text}: no such file")
+    return path
+
+
+def out_dir(text: str | None, flag: str = "--out") -> Path:
+    """A directory to write a run into: not empty text, not a filesystem root, not a file.
+    Nothing is created here (the run directory does that once the run is known to be allowed)."""
+    if text is None or not str(text).strip():
+        raise InputError(f"{flag} needs a directory; got an empty value")
+    path = Path(text).expanduser()
+    resolved = path.resolve()
+    if resolved == Path(resolved.anchor):
+        raise InputError(f"{flag} {text}: a filesystem root is not a run directory")
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {text}: is a file, not a directory")
+    return path
+
+
+def refuse_flags(given: dict[str, bool], mode: str) -> None:
+    """InputError naming the first flag given that means nothing in ``mode``."""
+    for flag, present in given.items():
+        if present:
+            raise InputError(f"{flag} means nothing {mode}; leave it out")
+
+
+__all__ = [
+    "EXIT_BAD_INPUT", "HIDDEN", "Parser", "first_line", "input_file", "main", "nonempty_list",
+    "out_dir", "parse_shape", "positive_float", "positive_int", "refuse_flags", "say",
+]

@@ -1,0 +1,360 @@
+"""The derived tables the report renders, each computed here once from the ledger table.
+
+Every function takes tables (the ledger rows of a run, the model's prices, the SASS and counter
+rows) and returns a table; :mod:`study.derive` writes them into the run directory and the report
+reads them back. Pairings (twins, first and last rung, the baseline) come from registry fields.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from study import kernels as registry
+from study.derive import ledgers, model
+from study.errors import InputError
+from study.rows import by_kernel, experiment_rows, in_order, labels_in, main_rows, order, stride_labels
+
+NAN = math.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Twins
+
+
+def twin_pairs() -> dict[str, str]:
+    """Triton kernel id -> the CUDA kernel it is compared with: one of ``kernels.twins_of``,
+    its own ``twin`` field where it has one (T5 mirrors K5's tile but is K6's twin)."""
+    pairs: dict[str, str] = {}
+    for c in registry.by_impl("cuda"):
+        for t in registry.twins_of(c.id):
+            if t.twin == c.id or t.id not in pairs:
+                pairs[t.id] = c.id
+    return pairs
+
+
+def with_twin_ratio(ledger_main: pd.DataFrame) -> pd.DataFrame:
+    """Rows with their CUDA ``twin`` and ``triton_over_cuda_gflops`` (``ledgers.twin_ratio``:
+    Triton GFLOP/s over the twin's at the same shape; above 1: Triton faster)."""
+    main = ledger_main.copy()
+    speed = {(k, m, n, kk): g for k, m, n, kk, g in zip(
+        main["kernel"], main["M"], main["N"], main["K"], pd.to_numeric(main["gflops"], errors="coerce"))}
+    pairs = twin_pairs()
+    main["twin"] = [pairs.get(k, "") for k in main["kernel"]]
+    main["triton_over_cuda_gflops"] = [
+        ledgers.twin_ratio(speed[(k, m, n, kk)], speed[(t, m, n, kk)]) if (t, m, n, kk) in speed else NAN
+        for k, t, m, n, kk in zip(main["kernel"], main["twin"], main["M"], main["N"], main["K"])
+    ]
+    return main
+
+
+TWIN_COLUMNS = ["cuda", "tile", "warps", "cuda_gflops", "unpipelined", "unpipelined_gflops", "pipelined",
+                "pipelined_gflops", "cublas_gflops", "ratio_unpipelined", "ratio_pipelined"]
+
+
+def twins(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Per CUDA kernel timed in the main experiment beside a twin: its unpipelined and pipelined
+    Triton twins and their GFLOP/s ratio to it."""
+    main = by_kernel(main_rows(ledger))
+    base = next((r for r in main.values() if r["impl"] == "cublas"), None)
+    rows = []
+    for c in registry.by_impl("cuda"):
+        twins_ = registry.twins_of(c.id)
+        if not twins_ or c.id not in main:
+            continue
+        u = next((t for t in twins_ if (t.num_stages or 1) == 1 and t.id in main), None)
+        p = next((t for t in twins_ if (t.num_stages or 1) > 1 and t.id in main), None)
+        cg = main[c.id]["gflops"]
+        rows.append({
+            "cuda": c.id,
+            "tile": f"{c.tile[0]}×{c.tile[1]}×{c.tile[2]}" if c.tile else "none",
+            "warps": c.threads // 32,
+            "cuda_gflops": cg,
+            "unpipelined": u.id if u else "",
+            "unpipelined_gflops": main[u.id]["gflops"] if u else NAN,
+            "pipelined": p.id if p else "",
+            "pipelined_gflops": main[p.id]["gflops"] if p else NAN,
+            "cublas_gflops": base["gflops"] if base is not None else NAN,
+            "ratio_unpipelined": ledgers.twin_ratio(main[u.id]["gflops"], cg) if u else NAN,
+            "ratio_pipelined": ledgers.twin_ratio(main[p.id]["gflops"], cg) if p else NAN,
+        })
+    return pd.DataFrame(rows, columns=TWIN_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Model predictions per kernel
+
+
+PREDICTION_COLUMNS = ["kernel", "role", "measured", "exact", "exact_err", "lstsq", "lstsq_err", "sass",
+                      "sass_err"]
+
+
+def role(kid: str) -> str:
+    """What a kernel is to the seed's model: a calibrator, an extrapolation or an expected failure."""
+    k = registry.BY_ID.get(kid)
+    if k is None:
+        return "–"
+    if k.impl == "triton":
+        return "transfer test (SASS prices only)"
+    if k.calibrates == "ldg":
+        return "calibrates P_ldg"
+    if k.calibrates == "lds":
+        return "calibrates P_dist, P_bcast"
+    c = k.counted
+    if c is None:
+        return "–"
+    if c.req_per_fma is not None and c.req_per_fma > model.REQUEST_BOUND_ABOVE:
+        return f"expected failure: request-bound, {c.req_per_fma:g} requests per FMA"
+    if c.lds_bits != 32 or c.ldg_bits != 32:
+        return f"expected failure: {max(c.lds_bits, c.ldg_bits)}-bit loads priced at 32-bit rates"
+    return "extrapolation"
+
+
+def error_pct(pred, meas) -> float:
+    try:
+        return float(model.model_error_pct(float(pred), float(meas)))
+    except (TypeError, ValueError, ZeroDivisionError):
+        return NAN
+
+
+def predictions(ledger: pd.DataFrame, prices: pd.DataFrame | None, sass_pred: pd.DataFrame | None) -> pd.DataFrame:
+    """Per kernel at the calibration shape: measured cadence and the cadence each price set predicts."""
+    if ledger is None or ledger.empty:
+        return pd.DataFrame(columns=PREDICTION_COLUMNS)
+    base = ledger
+    if prices is not None and len(prices) and all(c in prices.columns for c in "MNK"):
+        r = prices.iloc[0]
+        base = ledger[(ledger["M"] == r["M"]) & (ledger["N"] == r["N"]) & (ledger["K"] == r["K"])]
+    base = main_rows(base) if len(main_rows(base)) else in_order(base.drop_duplicates("kernel", keep="last"))
+    out = pd.DataFrame({"kernel": base["kernel"].to_numpy(), "measured": base["cadence"].to_numpy(dtype=float)})
+    for method in ("exact", "lstsq"):
+        pred = err = np.full(len(out), NAN)
+        row = prices[prices["method"] == method] if prices is not None and "method" in prices.columns else None
+        if row is not None and len(row):
+            try:  # the model's own error: against the cadence rounded as the calibration was
+                applied = model.apply(base, model.Prices.from_row(row.iloc[0]))
+                pred = applied["predicted_cadence"].to_numpy(dtype=float)
+                err = applied["model_error_pct"].to_numpy(dtype=float)
+            except (InputError, KeyError, ValueError):
+                pass
+        out[method], out[f"{method}_err"] = pred, err
+    sass, sass_err = {}, {}
+    if sass_pred is not None and "predicted_cadence" in sass_pred.columns:
+        sass = dict(zip(sass_pred["kernel"], pd.to_numeric(sass_pred["predicted_cadence"], errors="coerce")))
+        sass_err = dict(zip(sass_pred["kernel"], pd.to_numeric(sass_pred["model_error_pct"], errors="coerce")))
+    out["sass"] = [sass.get(k, NAN) for k in out["kernel"]]
+    out["sass_err"] = [sass_err.get(k, error_pct(sass.get(k), m)) for k, m in zip(out["kernel"], out["measured"])]
+    out["role"] = [role(k) for k in out["kernel"]]
+    keep = out["kernel"].map(lambda k: registry.BY_ID.get(k) is not None and registry.get(k).impl != "cublas")
+    return out[keep][PREDICTION_COLUMNS].reset_index(drop=True)
+
+
+PRICE_SHIFT_COLUMNS = ["price", "exact", "lstsq", "change_pct"]
+
+
+def price_shift(prices: pd.DataFrame) -> pd.DataFrame:
+    """How least squares moves each of the seed's three prices from their exact calibration."""
+    ex, ls = prices[prices["method"] == "exact"], prices[prices["method"] == "lstsq"]
+    if ex.empty or ls.empty:
+        return pd.DataFrame(columns=PRICE_SHIFT_COLUMNS)
+    e, q = ex.iloc[0], ls.iloc[0]
+    rows = [{"price": n, "exact": e[c], "lstsq": q[c], "change_pct": error_pct(q[c], e[c])}
+            for n, c in (("P_dist", "p_dist"), ("P_bcast", "p_bcast"), ("P_ldg", "p_ldg"))]
+    return pd.DataFrame(rows, columns=PRICE_SHIFT_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiments
+
+
+STRIDE_COLUMNS = ["kernel", "impl", "M_a", "N_a", "K_a", "ms_a", "M_b", "N_b", "K_b", "ms_b", "ratio",
+                  "change_pct", "speedup", "at_other_shape", "pair", "pair_ratio_a", "pair_ratio_b"]
+
+
+def strides(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Per kernel timed at both stride points: the two times, their ratio (b over a), the change in
+    percent and the speed-up (a over b). ``at_other_shape`` marks a kernel measured at another shape
+    than the rest (an aligned one). The first CUDA rung carries its time ratio to the second
+    (``pair``) at both points: what coalescing is worth with and without the power-of-two stride."""
+    la, lb = stride_labels()
+    df = experiment_rows(ledger, "strides")
+    a = by_kernel(df[df["label"].astype(str) == la])
+    b = by_kernel(df[df["label"].astype(str) == lb])
+    both = sorted(set(a) & set(b), key=order)
+    if not both:
+        return pd.DataFrame(columns=STRIDE_COLUMNS)
+    n_min = min(int(b[k].M) for k in both)
+    ladder = [k.id for k in registry.by_impl("cuda")]
+    first, second = (ladder + ["", ""])[:2]
+    rows = []
+    for kid in both:
+        ra, rb = a[kid], b[kid]
+        ratio = rb["ms"] / ra["ms"]
+        pair = second if kid == first and second in both else ""
+        rows.append({"kernel": kid, "impl": ra["impl"], "M_a": ra.M, "N_a": ra.N, "K_a": ra.K, "ms_a": ra["ms"],
+                     "M_b": rb.M, "N_b": rb.N, "K_b": rb.K, "ms_b": rb["ms"], "ratio": ratio,
+                     "change_pct": (ratio - 1) * 100, "speedup": ra["ms"] / rb["ms"],
+                     "at_other_shape": int(rb.M) != n_min, "pair": pair,
+                     "pair_ratio_a": ra["ms"] / a[pair]["ms"] if pair else NAN,
+                     "pair_ratio_b": rb["ms"] / b[pair]["ms"] if pair else NAN})
+    return pd.DataFrame(rows, columns=STRIDE_COLUMNS)
+
+
+SHAPE_COLUMNS = ["label", "M", "N", "K", "first", "last", "speedup", "cublas_gflops"]
+
+
+def shapes(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Per shape of E3: the speed-up of the last CUDA rung over the first, and cuBLAS's GFLOP/s."""
+    df = experiment_rows(ledger, "shapes")
+    if df.empty:
+        return pd.DataFrame(columns=SHAPE_COLUMNS)
+    ladder = registry.by_impl("cuda")
+    first, last = ladder[0].id, ladder[-1].id
+    msp = df.pivot_table(index="kernel", columns="label", values="ms", aggfunc="median")
+    gfp = df.pivot_table(index="kernel", columns="label", values="gflops", aggfunc="median")
+    base = registry.BASELINE.id
+    rows = []
+    for lab, (M, N, K) in labels_in(df, "shapes"):
+        up = NAN
+        if first in msp.index and last in msp.index and lab in msp.columns:
+            up = msp.at[first, lab] / msp.at[last, lab]
+        cub = gfp.at[base, lab] if base in gfp.index and lab in gfp.columns else NAN
+        rows.append({"label": lab, "M": M, "N": N, "K": K, "first": first, "last": last, "speedup": up,
+                     "cublas_gflops": cub})
+    return pd.DataFrame(rows, columns=SHAPE_COLUMNS)
+
+
+SIZE_COLUMNS = ["n", "footprint_bytes", "inside_l2", "n_at_l2"]
+
+
+def sizes(ledger: pd.DataFrame, l2_bytes: float | None) -> pd.DataFrame:
+    """Per square size of E2: the footprint of A, B and C, whether it fits the L2, and the n whose
+    footprint equals the L2."""
+    df = experiment_rows(ledger, "sizes")
+    ns = sorted(set(int(n) for n in df["M"])) if len(df) else []
+    n_l2 = ledgers.n_at_footprint(l2_bytes) if l2_bytes else NAN
+    rows = [{"n": n, "footprint_bytes": ledgers.footprint_bytes(n),
+             "inside_l2": (ledgers.footprint_bytes(n) <= l2_bytes) if l2_bytes else "",
+             "n_at_l2": n_l2} for n in ns]
+    return pd.DataFrame(rows, columns=SIZE_COLUMNS)
+
+
+SIZE_STEP_COLUMNS = ["kernel", "n_inside", "n_outside", "gflops_inside", "gflops_outside", "change"]
+
+
+def size_step(ledger: pd.DataFrame, l2_bytes: float | None) -> pd.DataFrame:
+    """Per kernel, GFLOP/s at the largest size of E2 inside the L2 and the smallest outside it,
+    and their ratio (empty when the sizes do not straddle the L2 or its size is unknown)."""
+    df = experiment_rows(ledger, "sizes")
+    ns = sorted(set(int(n) for n in df["M"])) if len(df) else []
+    inside = [n for n in ns if l2_bytes and ledgers.footprint_bytes(n) <= l2_bytes]
+    outside = [n for n in ns if l2_bytes and ledgers.footprint_bytes(n) > l2_bytes]
+    if not (inside and outside):
+        return pd.DataFrame(columns=SIZE_STEP_COLUMNS)
+    a, b = max(inside), min(outside)
+    piv = df.pivot_table(index="kernel", columns="M", values="gflops", aggfunc="median")
+    rows = [{"kernel": k, "n_inside": a, "n_outside": b, "gflops_inside": piv.at[k, a],
+             "gflops_outside": piv.at[k, b], "change": piv.at[k, b] / piv.at[k, a]}
+            for k in sorted(piv.index, key=order)
+            if a in piv.columns and b in piv.columns and pd.notna(piv.at[k, a]) and pd.notna(piv.at[k, b])]
+    return pd.DataFrame(rows, columns=SIZE_STEP_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hardware counters
+
+# ncu metric names the counters table reads (study/profile.py asks for them)
+NCU = {
+    "time": "gpu__time_duration.sum",
+    "regs": "launch__registers_per_thread",
+    "warps": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "issue": "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "fma_pipe": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "inst": "smsp__inst_executed.sum",
+    "inst_fma": "smsp__inst_executed_pipe_fma.sum",
+    "lds": "smsp__inst_executed_op_shared_ld.sum",
+    "wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+}
+STALL = re.compile(r"^smsp__average_warps_issue_stalled_(.+)_per_issue_active\.ratio$")
+TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
+           "s": 1e9, "second": 1e9}
+COUNTER_COLUMNS = ["kernel", "M", "N", "K", "launches", "ms", "regs", "warps_pct", "issue_pct",
+                   "fma_pipe_pct", "fma_share", "inst_per_wfma", "lds_per_wfma", "conflicts_per_wavefront",
+                   "sectors_per_wfma", "requests_per_wfma", "top_stalls"]
+
+
+def _num(df: pd.DataFrame, name: str) -> pd.Series:
+    if name not in df.columns:
+        return pd.Series(NAN, index=df.index, dtype=float)
+    return pd.to_numeric(df[name], errors="coerce")
+
+
+def _div(a: float, b: float) -> float:
+    """a / b, NaN where b is 0 or either is missing (a kernel with no shared loads, say)."""
+    return a / b if np.isfinite(a) and np.isfinite(b) and b != 0 else NAN
+
+
+def top_stalls(r: pd.Series, n: int = 3) -> str:
+    """The ``n`` largest stall reasons per issued instruction.
+
+    'selected' is the cycle of issuing and 'not_selected' a ready warp passed over for another:
+    neither is a wait, so neither is listed.
+    """
+    stalls = []
+    for name, v in r.items():
+        m = STALL.match(str(name))
+        if m and m.group(1) not in ("selected", "not_selected") and np.isfinite(v) and v > 0:
+            stalls.append((float(v), m.group(1)))
+    return ", ".join(f"{s} {v:.2f}" for v, s in sorted(stalls, reverse=True)[:n]) or "–"
+
+
+def counters(ncu: pd.DataFrame) -> pd.DataFrame:
+    """One row per (kernel, shape): the latest ncu run's counters, launches combined, and the
+    figures per warp FMA (M·N·K/32: the problem's multiply-adds counted by warps).
+
+    Counts (``.sum``) add over launches; rates and ratios are weighted by each launch's
+    duration. ``ms`` is converted from whatever unit ncu printed.
+    """
+    df = ncu.copy()
+    df["metric"] = df["metric"].astype(str)
+    df["kernel"] = df["kernel"].astype(str)
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    if "launch" not in df.columns:
+        df["launch"] = 0
+    if "unit" in df.columns:
+        is_time = df["metric"] == NCU["time"]
+        scale = df["unit"].astype(str).map(TIME_NS).fillna(1.0)
+        df.loc[is_time, "value"] = df.loc[is_time, "value"] * scale[is_time]
+    if "run_id" in df.columns:  # several profiles of one kernel and shape: the latest wins
+        last = df.groupby(["kernel", "M", "N", "K"])["run_id"].transform(lambda r: r.astype(str).max())
+        df = df[df["run_id"].astype(str) == last]
+    rows = []
+    for (kid, M, N, K), g in df.groupby(["kernel", "M", "N", "K"], sort=False):
+        wide = g.pivot_table(index="launch", columns="metric", values="value", aggfunc="last")
+        dur = _num(wide, NCU["time"])
+        even = pd.Series(1 / len(wide), index=wide.index)
+        w = dur / dur.sum() if dur.notna().all() and dur.sum() > 0 else even
+        agg = {}
+        for name in wide.columns:
+            col = _num(wide, name)
+            agg[name] = col.sum() if name.endswith(".sum") else float((col * w).sum(min_count=1))
+        r = pd.Series(agg, dtype=float)
+        g_ = lambda key, r=r: float(r.get(NCU[key], NAN))  # noqa: E731
+        wfma = M * N * K / 32
+        rows.append({
+            "kernel": kid, "M": M, "N": N, "K": K, "launches": len(wide), "ms": g_("time") / 1e6,
+            "regs": g_("regs"), "warps_pct": g_("warps"), "issue_pct": g_("issue"),
+            "fma_pipe_pct": g_("fma_pipe"), "fma_share": _div(g_("inst_fma"), g_("inst")),
+            "inst_per_wfma": g_("inst") / wfma, "lds_per_wfma": g_("lds") / wfma,
+            "conflicts_per_wavefront": _div(g_("conflicts"), g_("wavefronts")),
+            "sectors_per_wfma": g_("sectors") / wfma, "requests_per_wfma": g_("requests") / wfma,
+            "top_stalls": top_stalls(r),
+        })
+    out = pd.DataFrame(rows, columns=COUNTER_COLUMNS)
+    return in_order(out).reset_index(drop=True) if len(out) else out

@@ -1,0 +1,40 @@
+"""``python -m study.report [DIR]``: re-derive and re-render a run directory (no GPU needed).
+
+Derives every table from ``DIR/data/`` (``study.derive``), then renders ``DIR/REPORT.md`` and the
+figures. Bad input: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from study import cli
+from study.errors import InputError
+from study.rundir import RunDir
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = cli.Parser(prog="python -m study.report",
+                   description="Re-derive and re-render REPORT.md and the figures from <out>/data/ (no GPU).")
+    p.add_argument("out", nargs="?", default=str(REPO / "reports"), help="run directory holding data/ (default reports/)")
+
+    def body() -> int:
+        args = p.parse_args(argv)
+        out = cli.out_dir(args.out, "the run directory")
+        rd = RunDir(out)
+        if not rd.file("results.csv").is_file():
+            raise InputError(f"{out}: no data/results.csv (not a run directory)")
+        from study import derive, report
+
+        derive.derive(rd, seed=RunDir(REPO / "reports"), note=False)
+        print(report.render(out, measured=False))
+        return 0
+
+    return cli.main(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

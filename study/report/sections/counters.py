@@ -1,0 +1,77 @@
+"""Hardware counters (Nsight Compute), per kernel, and what they say against cuBLAS."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from study import kernels as registry
+from study.report.load import NOT_IN_RUN, Run
+from study.report.md import by_kernel, md, missing, num, shape
+
+
+def section_counters(run: Run) -> list[str]:
+    if "counters" not in run.tables:
+        why = run.missing.get("ncu", f"ncu.csv {NOT_IN_RUN}") if "ncu" in run.missing else run.missing.get(
+            "counters", "ncu.csv holds no kernel's metrics")
+        how = "`python -m study.profile` reads them with Nsight Compute"
+        return missing("hardware counters", f"{why}; {how}")
+    tab = run.tables["counters"]
+    lines = [
+        "Nsight Compute counters of one launch per kernel (`python -m study.profile`, clocks left "
+        "as they are). A *warp FMA* is M·N·K/32, the multiply-adds of the problem counted by "
+        "warps (independent of the code); `issue` is the share of scheduler cycles that issued an "
+        "instruction; stalls are cycles per issued instruction, largest first (waits only: a ready "
+        "warp passed over for another is not counted).",
+        "",
+    ]
+    src, where = run.tables.get("ncu", pd.DataFrame()), []
+    for what, c in (("commit", "commit"), ("run", "run_id"), ("ncu", "ncu")):
+        vals = sorted({str(v) for v in src.get(c, pd.Series(dtype=str)).dropna() if str(v).strip()})
+        if vals:
+            where.append(f"{what} {', '.join(vals)}")
+    if where:
+        lines += [f"Read at {'; '.join(where)}.", ""]
+    header = ["kernel", "shape", "ms", "regs", "warps active %", "issue %", "FMA pipe %",
+              "FMA-pipe share of instr.", "instr. / warp FMA", "LDS / warp FMA", "bank conflicts / wavefront",
+              "global sectors / warp FMA", "top stalls"]
+    rows = [
+        [r["kernel"], shape(r["M"], r["N"], r["K"]), num(r["ms"], "{:.3f}"), num(r["regs"], "{:.0f}"),
+         num(r["warps_pct"]), num(r["issue_pct"]), num(r["fma_pipe_pct"]), num(r["fma_share"], "{:.3f}"),
+         num(r["inst_per_wfma"], "{:.3f}"), num(r["lds_per_wfma"], "{:.3f}"),
+         num(r["conflicts_per_wavefront"], "{:.3f}"), num(r["sectors_per_wfma"], "{:.2f}"), r["top_stalls"]]
+        for _, r in tab.iterrows()
+    ]
+    return lines + md(header, rows) + _findings(tab)
+
+
+def _findings(tab: pd.DataFrame) -> list[str]:
+    """Sentences from the counters: the issue gap to cuBLAS, the request ledger check."""
+    out = []
+    by = by_kernel(tab)
+    base = registry.BASELINE.id
+    if base in by:
+        b = by[base]
+        for k in registry.headline_kernels():
+            if k.id not in by or k.id == base:
+                continue
+            r = by[k.id]
+            out += [
+                f"**Finding ({k.id} vs cuBLAS):** {k.id} executes {num(r['inst_per_wfma'], '{:.3f}')} instructions "
+                f"per warp FMA against cuBLAS's {num(b['inst_per_wfma'], '{:.3f}')}, and issues on "
+                f"{num(r['issue_pct'])}% of scheduler cycles against {num(b['issue_pct'])}%; its FMA pipe is busy "
+                f"{num(r['fma_pipe_pct'])}% of cycles against {num(b['fma_pipe_pct'])}% (top stalls: "
+                f"{r['top_stalls']}).",
+                "",
+            ]
+    for k in registry.request_ledger_kernels():
+        if k.id not in by:
+            continue
+        r = by[k.id]
+        out += [
+            f"**Request ledger ({k.id}):** counted {k.counted.req_per_fma:g} requests per warp FMA; "
+            f"measured {r['sectors_per_wfma']:.2f} 32-byte sectors and {r['requests_per_wfma']:.2f} load "
+            "instructions per warp FMA (the ledger counts a warp's coalesced 128-byte load as one request; "
+            "it spans 4 sectors).",
+            "",
+        ]
+    return out

@@ -1,0 +1,196 @@
+"""The experiments: E2 sizes, E3 shapes, E4 strides, E6 clocks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from study import kernels as registry
+from study.report.figures import figref
+from study.report.load import NOT_IN_RUN, Run
+from study.report.md import (
+    col,
+    experiment_rows,
+    labels_in,
+    main_rows,
+    md,
+    missing,
+    num,
+    order,
+    ratio_range,
+    shape,
+    spaced,
+    truthy,
+)
+from study.rows import stride_labels
+
+
+def section_sizes(run: Run) -> list[str]:
+    df = experiment_rows(run.measured, "sizes")
+    if df.empty:
+        return missing("the size sweep", "results.csv has no row with experiment = sizes") + figref(run, "sizes")
+    sizes = run.tables.get("sizes")
+    foot = dict(zip(sizes["n"], sizes["footprint_bytes"])) if sizes is not None else {}
+    ns = sorted(set(int(n) for n in df["M"]))
+    l2 = run.gpu.l2_bytes if run.gpu else None
+    piv = df.pivot_table(index="kernel", columns="M", values="gflops", aggfunc="median")
+    rows = [[k, *[num(piv.at[k, n]) if n in piv.columns else "–" for n in ns]] for k in sorted(piv.index, key=order)]
+    lines = ["GFLOP/s per square size n (M = N = K); the footprint of A, B and C is 3·n²·4 bytes.", ""]
+    lines += md(["kernel", *[f"n = {n} ({foot.get(n, math.nan) / 1e6:.1f} MB)" for n in ns]], rows)
+    step = run.tables.get("size_step")
+    if not l2:
+        lines += ["*Where the footprint leaves the L2: the L2 size is " + NOT_IN_RUN + " (gpu.json).*", ""]
+    elif step is not None:
+        a, b = int(step["n_inside"].iloc[0]), int(step["n_outside"].iloc[0])
+        st = step.set_index("kernel")
+        base = registry.BASELINE.id
+        most = st.index[np.argmax(np.abs(np.log(st["change"].to_numpy())))]
+        steps = ([f"cuBLAS goes from {st.at[base, 'gflops_inside']:,.0f} to {st.at[base, 'gflops_outside']:,.0f} "
+                  f"GFLOP/s ({st.at[base, 'change']:.2f}×)"] if base in st.index else [])
+        if base not in st.index or most != base:
+            steps.append(f"{most} changes most, {st.at[most, 'gflops_inside']:,.0f} to "
+                         f"{st.at[most, 'gflops_outside']:,.0f} GFLOP/s ({st.at[most, 'change']:.2f}×)")
+        lines += [
+            f"**Finding:** the footprint leaves the {l2 / 2**20:.0f} MiB L2 between n = {a} "
+            f"({foot[a] / 1e6:.1f} MB) and n = {b} ({foot[b] / 1e6:.1f} MB)"
+            + (f"; across that step {' and '.join(steps)}" if steps else "") + ".",
+            "",
+        ]
+    elif sizes is not None:
+        where = "inside" if all(truthy(v) for v in sizes["inside_l2"]) else "outside"
+        lines += [
+            f"**Finding:** every measured size lies {where} the {l2 / 2**20:.0f} MiB L2 "
+            f"(footprints {foot[ns[0]] / 1e6:.1f}–{foot[ns[-1]] / 1e6:.1f} MB).",
+            "",
+        ]
+    return lines + figref(run, "sizes")
+
+
+def section_shapes(run: Run) -> list[str]:
+    df = experiment_rows(run.measured, "shapes")
+    if df.empty:
+        return missing("the shape sweep", "results.csv has no row with experiment = shapes") + figref(run, "shapes")
+    labels = labels_in(df, "shapes")
+    piv = df.pivot_table(index="kernel", columns="label", values="gflops", aggfunc="median")
+    rows = [[k, *[num(piv.at[k, lab]) if lab in piv.columns else "–" for lab, _ in labels]]
+            for k in sorted(piv.index, key=order)]
+    lines = ["GFLOP/s per shape (M×N×K); prefill and decode use the Qwen2.5-7B FFN (N = 18944, K = 3584).", ""]
+    lines += md(["kernel", *[f"{lab} ({shape(*s)})" for lab, s in labels]], rows)
+    sh = run.tables.get("shapes")
+    if sh is not None:
+        ups = sh.dropna(subset=["speedup"])
+        cub = sh.dropna(subset=["cublas_gflops"])
+        first, last = sh["first"].iloc[0], sh["last"].iloc[0]
+        if len(ups) or len(cub):
+            lines += [
+                "**Finding:** "
+                + (f"the {first} → {last} speed-up is "
+                   + ", ".join(f"{u:.1f}× ({lab})" for lab, u in zip(ups["label"], ups["speedup"]))
+                   if len(ups) else f"{first} and {last} were not both timed")
+                + ("; cuBLAS runs at " + ", ".join(f"{v:,.0f} GFLOP/s ({lab})"
+                                                    for lab, v in zip(cub["label"], cub["cublas_gflops"]))
+                   if len(cub) else "")
+                + ".",
+                "",
+            ]
+    return lines + figref(run, "shapes")
+
+
+def section_strides(run: Run) -> list[str]:
+    la, lb = stride_labels()
+    tab = run.tables.get("strides")
+    if tab is None:
+        return (missing("the stride experiment", "results.csv has no row with experiment = strides")
+                + figref(run, "strides"))
+    lines = [
+        f"Median time at {spaced(la)} (a power-of-two row stride) and {spaced(lb)}; "
+        "a kernel that needs aligned sizes runs at the next aligned size, named in its row.",
+        "",
+    ]
+    rows = [[r["kernel"], shape(r.M_a, r.N_a, r.K_a), f"{r['ms_a']:.3f}", shape(r.M_b, r.N_b, r.K_b),
+             f"{r['ms_b']:.3f}", f"{r['ratio']:.3f}", f"{r['change_pct']:+.1f}%"] for _, r in tab.iterrows()]
+    lines += md(["kernel", f"shape ({la})", "ms", f"shape ({lb})", "ms", "time ratio", "change"], rows)
+    for s in _stride_findings(tab, la, lb):
+        lines += [f"**Finding:** {s}", ""]
+    return lines + figref(run, "strides")
+
+
+def _stride_findings(tab, la: str, lb: str) -> list[str]:
+    t = tab.set_index("kernel")
+    cuda = [k.id for k in registry.by_impl("cuda")]
+    out = []
+    k1 = cuda[0]
+    if k1 in t.index:
+        r = t.loc[k1]
+        word, f = ("faster", r["speedup"]) if r["speedup"] >= 1 else ("slower", 1 / r["speedup"])
+        out.append(f"{k1} runs {f:.2f}× {word} at {spaced(lb)} than at {spaced(la)} "
+                   f"({r['ms_a']:.3f} → {r['ms_b']:.3f} ms).")
+        k2 = r["pair"] if isinstance(r["pair"], str) else ""
+        if k2:
+            x, y = r["pair_ratio_a"], r["pair_ratio_b"]
+            if x > y:
+                out.append(
+                    f"The {k1}/{k2} time ratio is {x:.3f}× at {spaced(la)} and {y:.3f}× at {spaced(lb)}: "
+                    f"a factor {x / y:.2f} of {k1}'s deficit at {spaced(la)} comes with the power-of-two "
+                    "stride, not with coalescing."
+                )
+            else:
+                out.append(
+                    f"The {k1}/{k2} time ratio is {x:.3f}× at {spaced(la)} and {y:.3f}× at {spaced(lb)}: "
+                    f"the power-of-two stride adds nothing to {k1}'s deficit."
+                )
+    odd = [k for k in t.index if truthy(t.at[k, "at_other_shape"])]
+    rest = [k for k in cuda[2:] if k in t.index and k not in odd]
+    parts = []
+    if rest:
+        parts.append(f"{', '.join(rest)} changes by {ratio_range([t.at[k, 'change_pct'] for k in rest], '{:+.1f}%')}")
+    tri = [k for k in t.index if t.at[k, "impl"] == "triton" and k not in odd]
+    if tri:
+        parts.append(f"the Triton kernels' by {ratio_range([t.at[k, 'change_pct'] for k in tri], '{:+.1f}%')}")
+    base = registry.BASELINE.id
+    if base in t.index:
+        parts.append(f"cuBLAS's by {t.at[base, 'change_pct']:+.1f}%")
+    parts += [f"{k}'s (at {shape(t.at[k, 'M_b'], t.at[k, 'N_b'], t.at[k, 'K_b'])}) by {t.at[k, 'change_pct']:+.1f}%"
+              for k in odd]
+    if parts:
+        out.append(f"From {spaced(la)} to {spaced(lb)} the time of " + "; ".join(parts) + ".")
+    return out
+
+
+def section_clocks(run: Run) -> list[str]:
+    main = main_rows(run.results)
+    main = main[col(main, "sm_clock_mhz") > 0]
+    if main.empty:
+        return (missing("sampled SM clocks", "results.csv records no sampled clock for the main experiment")
+                + figref(run, "clocks"))
+    mx = run.gpu.sm_clock_mhz if run.gpu else math.nan
+    samples = run.tables.get("clocks")
+    span = {}
+    if samples is not None:
+        s = samples[samples["experiment"].astype(str) == "main"] if "experiment" in samples.columns else samples
+        span = {k: (g["sm_clock_mhz"].min(), g["sm_clock_mhz"].max()) for k, g in s.groupby("kernel")}
+    rows = [
+        [r["kernel"], f"{r['sm_clock_mhz']:.0f}", num(100 * r["sm_clock_mhz"] / mx, "{:.1f}%"),
+         num(r.get("clock_samples"), "{:.0f}"),
+         (f"{span[r['kernel']][0]:.0f}–{span[r['kernel']][1]:.0f}" if r["kernel"] in span else "–")]
+        for _, r in main.iterrows()
+    ]
+    lines = [
+        "Median SM clock sampled through NVML during each main-table timing, against the "
+        f"device-reported max ({num(mx, '{:.0f}')} MHz)."
+        + ("" if samples is not None else f" Per-sample traces: {run.missing.get('clocks', 'clocks.csv')}."),
+        "",
+    ]
+    lines += md(["kernel", "median sampled MHz", "% of max", "samples", "sample range MHz"], rows)
+    med = float(main["sm_clock_mhz"].median())
+    lo, hi = main.loc[main["sm_clock_mhz"].idxmin()], main.loc[main["sm_clock_mhz"].idxmax()]
+    lines += [
+        f"**Finding:** the median sampled SM clock over the main table is {med:.0f} MHz"
+        + (f", {100 * med / mx:.1f}% of the {mx:.0f} MHz max (at that clock a % of peak reads "
+           f"{mx / med:.3f}× its max-clock value)" if np.isfinite(mx) else "")
+        + f"; per kernel it ranges from {lo['sm_clock_mhz']:.0f} MHz ({lo['kernel']}) to "
+        f"{hi['sm_clock_mhz']:.0f} MHz ({hi['kernel']}).",
+        "",
+    ]
+    return lines + figref(run, "clocks")

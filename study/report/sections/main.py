@@ -1,0 +1,118 @@
+"""The main table (E1) and the Triton twins beside their CUDA kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from study import kernels as registry
+from study.report.figures import figref
+from study.report.load import Run
+from study.report.md import by_kernel, config_text, main_rows, md, missing, num, order, ratio_range, shape
+
+
+def section_main(run: Run) -> list[str]:
+    lines = []
+    main = main_rows(run.measured)
+    failed = main_rows(run.results[run.results["ms"].isna()])
+    if main.empty and failed.empty:
+        return lines + missing("the main experiment (E1)", "results.csv has no row with experiment = main")
+    ref = main.iloc[0] if len(main) else failed.iloc[0]
+    g = run.gpu
+    lines += [
+        f"FP32 C = A·B at {shape(ref.M, ref.N, ref.K)}, row-major, α = 1, β = 0. Time: median of the timed "
+        "repetitions (p20–p80 in brackets), L2 flushed before each. Two calibers: *% peak* and *cadence* use "
+        + (
+            f"the device-reported max SM clock ({g.sm_clock_mhz:.0f} MHz, {g.peak_gflops():,.0f} GFLOP/s)"
+            if g
+            else "the max SM clock (not known here)"
+        )
+        + "; the *sampled* columns use the median SM clock sampled during that timing, numerator and "
+        "denominator switched together. % of cuBLAS does not depend on the clock. Cadence: cycles per "
+        "warp-FMA per SM" + (f" (floor {g.cadence_floor():.3g})." if g else "."),
+        "",
+    ]
+    rows = [
+        [
+            r["kernel"], r["impl"],
+            f"{r['ms']:.3f} ({num(r.get('p20_ms'), '{:.3f}')}–{num(r.get('p80_ms'), '{:.3f}')})",
+            num(r["gflops"]), num(r.get("pct_peak"), "{:.1f}%"), num(r.get("pct_peak_sampled"), "{:.1f}%"),
+            num(r.get("pct_cublas"), "{:.1f}%"), num(r.get("cadence"), "{:.3f}"),
+            num(r.get("cadence_sampled"), "{:.3f}"), num(r.get("rel_err"), "{:.1e}"),
+        ]
+        for _, r in main.iterrows()
+    ]
+    for _, r in failed.iterrows():
+        if r["kernel"] not in set(main["kernel"]):
+            rows.append([r["kernel"], r.get("impl", ""), "failed its check", *["–"] * 6,
+                         num(r.get("rel_err"), "{:.1e}")])
+    rows.sort(key=lambda r: order(r[0]))
+    lines += md(["kernel", "impl", "ms (p20–p80)", "GFLOP/s", "% peak", "% peak sampled", "% cuBLAS", "cadence",
+                 "cadence sampled", "rel err"], rows)
+    cuda = main[main["impl"] == "cuda"].dropna(subset=["pct_cublas"])
+    if len(cuda):
+        best = cuda.loc[cuda["pct_cublas"].idxmax()]
+        tri = main[main["impl"] == "triton"].dropna(subset=["pct_cublas"])
+        tbest = tri.loc[tri["pct_cublas"].idxmax()] if len(tri) else None
+        lines += [
+            f"**Finding:** the fastest hand-written CUDA kernel, {best['kernel']}, reaches "
+            f"{best['pct_cublas']:.1f}% of cuBLAS ({best['gflops']:,.0f} GFLOP/s)"
+            + (f"; the fastest Triton kernel, {tbest['kernel']}, {tbest['pct_cublas']:.1f}%"
+               if tbest is not None else "")
+            + ".",
+            "",
+        ]
+    if len(failed):
+        lines += [
+            f"Kernels that failed their correctness check at this shape: {', '.join(failed['kernel'])} "
+            "(not timed; their relative error is shown).",
+            "",
+        ]
+    return lines + figref(run, "throughput")
+
+
+def section_twins(run: Run) -> list[str]:
+    tw = run.tables.get("twins")
+    if tw is None:
+        return missing("the Triton twins", "no CUDA kernel and its Triton twin were both timed in the main experiment")
+    lines = [
+        "Each Triton twin keeps its CUDA kernel's block tile and threads per block "
+        '(num_warps = threads ÷ 32) and computes in exact FP32 (`input_precision="ieee"`), so the '
+        "ratio isolates who writes the code inside the tile. Unpipelined: `num_stages=1`, like the "
+        "CUDA kernels; pipelined: Triton's software pipelining. Throughput in GFLOP/s at the main shape; "
+        "Triton ÷ CUDA is the Triton twin's GFLOP/s over its CUDA kernel's (above 1: Triton is faster).",
+        "",
+    ]
+
+    def twin(r, which):
+        return f"{r[which]}: {num(r[f'{which}_gflops'])}" if isinstance(r[which], str) and r[which] else "–"
+
+    rows = [
+        [r["cuda"], f"{r['tile']}, {int(r['warps'])} warps", num(r["cuda_gflops"]), twin(r, "unpipelined"),
+         twin(r, "pipelined"), num(r["cublas_gflops"]), num(r["ratio_unpipelined"], "{:.2f}×"),
+         num(r["ratio_pipelined"], "{:.2f}×")]
+        for _, r in tw.iterrows()
+    ]
+    lines += md(["CUDA kernel", "block tile", "CUDA", "Triton unpipelined", "Triton pipelined", "cuBLAS",
+                 "Triton ÷ CUDA (unpipelined)", "Triton ÷ CUDA (pipelined)"], rows)
+    main = by_kernel(main_rows(run.measured))
+    tuned = [k for k in registry.tuned_kernels() if k.id in main]
+    for k in tuned:
+        r = main[k.id]
+        lines += [
+            f"Autotuned Triton ({k.id}): {r['gflops']:,.0f} GFLOP/s, {num(r.get('pct_cublas'), '{:.1f}%')} of "
+            f"cuBLAS; winning config: {config_text(r.get('config'))}.",
+            "",
+        ]
+    for k in registry.KERNELS:
+        if k.impl == "triton" and k.notes:
+            lines += [f"{k.id} (twin of {k.twin}): {k.idea}. {k.notes}", ""]
+    ta = main[tuned[0].id] if tuned else None
+    lines += [
+        f"**Finding:** unpipelined Triton twins run at {ratio_range(list(tw['ratio_unpipelined']))} the "
+        f"throughput of their CUDA kernel, pipelined ones at {ratio_range(list(tw['ratio_pipelined']))}"
+        + (f"; the autotuned kernel reaches {ta['pct_cublas']:.1f}% of cuBLAS"
+           if ta is not None and np.isfinite(ta.get("pct_cublas", np.nan)) else "")
+        + ".",
+        "",
+    ]
+    return lines

@@ -1,0 +1,200 @@
+"""A run directory: every file of one run named once, and the rules that keep it whole.
+
+Layout (``DIR`` is what ``--out`` names)::
+
+    DIR/REPORT.md            the rendered report
+    DIR/figures/*.png        its figures
+    DIR/data/                the run: what was measured, then what was derived from it
+    DIR/local/               SASS compiled on a machine other than the run's (never mixed in)
+
+The contract, enforced by :meth:`RunDir.claim` before anything is written:
+
+* a directory holds one GPU's run, and ``data/gpu.json`` says which;
+* measured rows (``results.csv``, ``clocks.csv``, ``ncu.csv``, ``sweep.csv``) are only ever
+  appended: no command replaces or drops them;
+* a measurement into a directory that holds rows continues that run only with ``--resume`` and
+  only on the same GPU;
+* a replay, or a copy of a recorded run, goes into an empty directory or one that holds exactly
+  the same inputs (it then re-derives): anything else is refused and the directory is left as it
+  was.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from study.errors import InputError
+
+# measured inputs: written by the measuring tools only
+RESULTS = "results.csv"
+CLOCKS = "clocks.csv"
+GPU = "gpu.json"
+SASS = "sass.csv"
+NCU = "ncu.csv"
+SWEEP = "sweep.csv"
+MEASURED = (RESULTS, CLOCKS, GPU, SASS, NCU, SWEEP)
+APPEND_ONLY = (RESULTS, CLOCKS, NCU, SWEEP)
+
+# derived tables: written by study.derive only, read by study.report only
+LEDGERS = "ledgers.csv"
+MODEL = "model.csv"
+LOO = "loo.csv"
+MODEL_SASS = "model_sass.csv"
+COUNTED_VS_COMPILED = "counted_vs_compiled.csv"
+PREDICTIONS = "predictions.csv"
+PRICE_SHIFT = "price_shift.csv"
+TWINS = "twins.csv"
+STRIDES = "strides.csv"
+SHAPES = "shapes.csv"
+SIZES = "sizes.csv"
+SIZE_STEP = "size_step.csv"
+COUNTERS = "counters.csv"
+SEED_LEDGERS = "seed_ledgers.csv"
+SEED_MODEL = "seed_model.csv"
+DERIVED = (LEDGERS, MODEL, LOO, MODEL_SASS, COUNTED_VS_COMPILED, PREDICTIONS, PRICE_SHIFT, TWINS, STRIDES, SHAPES,
+           SIZES, SIZE_STEP, COUNTERS, SEED_LEDGERS, SEED_MODEL)
+
+REPORT = "REPORT.md"
+FIGURES = "figures"
+LOCAL = "local"
+
+# the seed GPU's published times and constants, kept beside the reference run
+SEED_TIMES = "rtx4090_seed.csv"
+SEED_GPU = "rtx4090_seed_gpu.json"
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", Path(self.root))
+
+    # --- paths -----------------------------------------------------------------------------------
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / FIGURES
+
+    @property
+    def report(self) -> Path:
+        return self.root / REPORT
+
+    @property
+    def local(self) -> Path:
+        return self.root / LOCAL
+
+    def file(self, name: str) -> Path:
+        """``data/<name>`` for a name this module defines."""
+        if name not in MEASURED + DERIVED + (SEED_TIMES, SEED_GPU):
+            raise ValueError(f"{name!r} is not a file of a run directory")
+        return self.data / name
+
+    def has(self, name: str) -> bool:
+        p = self.file(name)
+        return p.is_file() and p.stat().st_size > 0
+
+    # --- what the directory holds ------------------------------------------------------------------
+    def holds_rows(self) -> bool:
+        """True when ``results.csv`` has at least one row below its header."""
+        if not self.has(RESULTS):
+            return False
+        with self.file(RESULTS).open("rb") as f:
+            return sum(1 for line in f if line.strip()) > 1
+
+    def gpu_identity(self) -> str | None:
+        """The GPU this directory's run belongs to, as ``name (cc X, N SMs)``; None if no run."""
+        if self.has(GPU):
+            try:
+                g = json.loads(self.file(GPU).read_text())
+                return identity(g.get("name"), g.get("cc"), g.get("sms"))
+            except (ValueError, OSError, AttributeError):
+                return "an unreadable gpu.json"
+        if self.holds_rows():  # an interrupted run that predates gpu.json: its rows say
+            import pandas as pd
+
+            try:
+                r = pd.read_csv(self.file(RESULTS), nrows=1).iloc[0]
+                return identity(r.get("gpu"), r.get("cc"), r.get("sms"))
+            except Exception:  # a row this old or this damaged names no GPU
+                return "an unknown GPU"
+        return None
+
+    # --- the contract ------------------------------------------------------------------------------
+    def claim_measurement(self, gpu_id: str, resume: bool) -> None:
+        """May a measurement on ``gpu_id`` write here? InputError (one line) if not."""
+        if not self.holds_rows():
+            return
+        held = self.gpu_identity()
+        if held != gpu_id:
+            raise InputError(
+                f"--out {self.root} holds a run measured on {held}; this GPU is {gpu_id}: "
+                "choose another --out (a directory holds one GPU's run)"
+            )
+        if not resume:
+            raise InputError(
+                f"--out {self.root} already holds measured rows of this GPU: add --resume to continue "
+                "that run, or choose another --out (measured rows are never replaced)"
+            )
+
+    def claim_copy(self, files: dict[str, bytes], what: str) -> None:
+        """May ``files`` (name -> content) be written here as ``what``? Only into a directory with
+        no run, or one holding exactly these inputs (then it re-derives)."""
+        present = [n for n in MEASURED if self.has(n)]
+        if not present:
+            return
+        same = all(self.has(n) and self.file(n).read_bytes() == b for n, b in files.items())
+        extra = [n for n in present if n not in files and n in APPEND_ONLY]
+        if same and not extra:
+            return
+        held = self.gpu_identity() or "another run"
+        raise InputError(
+            f"--out {self.root} holds a different run ({held}); {what} goes into an empty directory or "
+            "one holding the same inputs: choose another --out"
+        )
+
+    # --- writing -----------------------------------------------------------------------------------
+    def create(self) -> None:
+        try:
+            self.data.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"--out {self.root}: cannot create {self.data} ({e.strerror or e})") from None
+        import os
+
+        if not os.access(self.data, os.W_OK | os.X_OK):
+            raise InputError(f"--out {self.root}: {self.data} is not writable")
+
+    def write_inputs(self, files: dict[str, bytes]) -> None:
+        """Write measured inputs copied from elsewhere (after :meth:`claim_copy`)."""
+        self.create()
+        for name, content in files.items():
+            path = self.file(name)
+            if not (path.is_file() and path.read_bytes() == content):
+                path.write_bytes(content)
+
+    def remove(self, name: str) -> None:
+        """Remove a derived table that this derivation could not compute (never a measured one)."""
+        if name not in DERIVED:
+            raise ValueError(f"{name} is measured: it is never removed")
+        self.file(name).unlink(missing_ok=True)
+
+
+def identity(name, cc, sms) -> str:
+    def clean(v):
+        s = str(v).strip() if v is not None else ""
+        return "" if s in ("", "nan", "None") else s
+
+    try:
+        cc_text = f"{float(cc):.1f}" if clean(cc) else ""
+    except ValueError:
+        cc_text = clean(cc)
+    try:
+        sms_text = str(int(float(sms))) if clean(sms) else ""
+    except ValueError:
+        sms_text = clean(sms)
+    return f"{clean(name) or 'unnamed GPU'} (cc {cc_text or '?'}, {sms_text or '?'} SMs)"
