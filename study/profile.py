@@ -19,13 +19,13 @@ from __future__ import annotations
 import csv
 import io
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from study.errors import InputError
 from study.run import say
+from study.toolchain.tools import find_ncu, ncu_version
 
 DEFAULT_KERNELS = "K1,K2,K6,T5p,TA,K0"
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
@@ -53,26 +53,6 @@ METRICS = (
 COLUMNS = ["kernel", "M", "N", "K", "launch", "ncu_kernel", "metric", "unit", "value",
            "ncu", "gpu", "driver", "commit", "run_id", "timestamp"]
 CHILD_TIMEOUT_S = 600
-
-
-def find_ncu() -> str | None:
-    """``ncu`` from PATH, else from CUDA_HOME or /usr/local/cuda."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and os.access(Path(root) / "bin" / "ncu", os.X_OK):
-            return str(Path(root) / "bin" / "ncu")
-    return None
-
-
-def ncu_version(ncu: str) -> str:
-    try:
-        text = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
 
 
 def parse_ncu_csv(text: str) -> list[dict]:

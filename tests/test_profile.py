@@ -16,6 +16,7 @@ import pytest
 
 from study import kernels as registry
 from study import profile, report
+from study.toolchain import tools
 
 REPO = Path(__file__).resolve().parent.parent
 NCU_FIXTURE = REPO / "tests" / "fixtures" / "report" / "ncu.csv"
@@ -96,8 +97,9 @@ def test_find_ncu_falls_back_to_cuda_home(tmp_path, monkeypatch):
     ncu.chmod(ncu.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
-    assert profile.find_ncu() == str(ncu)
-    assert profile.ncu_version(str(ncu)) == "Version 2099.1"
+    assert tools.find_ncu() == str(ncu)
+    assert tools.ncu_version(str(ncu)) == "Version 2099.1"
+    assert profile.find_ncu is tools.find_ncu  # the profiler uses the toolchain's one lookup
 
 
 # --- the CLI refuses bad input in one line -----------------------------------------------------
