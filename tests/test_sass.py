@@ -13,8 +13,11 @@ import subprocess
 
 import pytest
 
-from study import kernels, sass
+from study import kernels
+from study.derive.compiled import counted_vs_compiled
 from study.errors import InputError
+from study.toolchain import compile as tc
+from study.toolchain import occupancy, sass, table, tools
 from triton_kernels import aot
 
 ARCH = "sm_90"
@@ -23,12 +26,12 @@ TILED = [k for k in CUDA if k.tile]
 TRITON = [k for k in kernels.KERNELS if k.impl == "triton"]
 
 needs_tools = pytest.mark.skipif(
-    sass.find_nvcc() is None or sass.find_cuobjdump() is None,
+    tools.find_nvcc() is None or tools.find_cuobjdump() is None,
     reason="needs nvcc and cuobjdump (PATH or the triton wheel) to compile and dump SASS",
 )
 
 needs_cuobjdump = pytest.mark.skipif(
-    sass.find_cuobjdump() is None, reason="needs cuobjdump (PATH or the triton wheel) to dump SASS"
+    tools.find_cuobjdump() is None, reason="needs cuobjdump (PATH or the triton wheel) to dump SASS"
 )
 
 
@@ -41,7 +44,7 @@ def _has_triton() -> bool:
 
 
 needs_triton = pytest.mark.skipif(
-    not _has_triton() or sass.find_cuobjdump() is None,
+    not _has_triton() or tools.find_cuobjdump() is None,
     reason="needs triton and cuobjdump to compile the Triton kernels ahead of time and dump them",
 )
 
@@ -56,25 +59,25 @@ def sass_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def cuda_table(sass_cache):
-    df = sass.sass_table(CUDA, ARCH)
+    df = table.sass_table(CUDA, ARCH)
     assert (df["error"] == "").all(), df.loc[df["error"] != "", ["kernel", "error"]].to_string()
     return df.set_index("kernel")
 
 
 @pytest.fixture(scope="session")
 def triton_table(sass_cache):
-    df = sass.sass_table(TRITON, ARCH)
+    df = table.sass_table(TRITON, ARCH)
     assert (df["error"] == "").all(), df.loc[df["error"] != "", ["kernel", "error"]].to_string()
     return df.set_index("kernel")
 
 
 def _nvcc_version_text() -> str:
-    nvcc = sass.find_nvcc()
+    nvcc = tools.find_nvcc()
     return subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout if nvcc else ""
 
 
 def _nvcc_release() -> str:
-    nvcc = sass.find_nvcc()
+    nvcc = tools.find_nvcc()
     if nvcc is None:
         return ""
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
@@ -171,7 +174,7 @@ def test_local_memory_loads_and_stores_are_counted_in_and_out_of_the_loop():
     h, loop = sass.histogram(instrs), sass.loop_histogram(instrs)
     assert (h["LDL"], h["STL"], loop["loop_LDL"], loop["loop_STL"]) == (2, 3, 1, 1)
     for col in ("LDL", "STL", "loop_LDL", "loop_STL", "LDG256", "loop_LDG256", "config", "nvcc", "triton"):
-        assert col in sass.TABLE_COLUMNS, col
+        assert col in table.TABLE_COLUMNS, col
 
 
 RES_USAGE = """
@@ -186,7 +189,7 @@ Resource usage:
 
 
 def test_res_usage_is_parsed_and_spills_are_stack_plus_local():
-    usage = aot.parse_res_usage(RES_USAGE)
+    usage = tools.parse_res_usage(RES_USAGE)
     assert list(usage) == ["tiled_matmul_kernel", "other"]
     assert usage["tiled_matmul_kernel"] == {"REG": 96, "STACK": 24, "SHARED": 1024, "LOCAL": 0,
                                             "CONSTANT[0]": 592, "TEXTURE": 0, "SURFACE": 0, "SAMPLER": 0}
@@ -203,20 +206,21 @@ def _fake_tool(path, script: str) -> str:
 
 
 def test_one_cuobjdump_search_for_cuda_and_triton(tmp_path, monkeypatch):
-    assert sass.find_cuobjdump is aot.find_cuobjdump  # one copy, used by both
+    # one search, in the study's toolchain: the Triton AOT module finds no tools of its own
+    assert not any(hasattr(aot, n) for n in ("find_cuobjdump", "run_cuobjdump", "cuobjdump_candidates"))
     (tmp_path / "env").mkdir()
     (tmp_path / "path").mkdir()
     explicit = _fake_tool(tmp_path / "env" / "cuobjdump", "exit 1")
     on_path = _fake_tool(tmp_path / "path" / "cuobjdump", 'echo "from PATH $@"')
     monkeypatch.setenv("PATH", str(tmp_path / "path"))
     monkeypatch.setenv("TRITON_CUOBJDUMP_PATH", explicit)
-    found = aot.cuobjdump_candidates()
+    found = tools.cuobjdump_candidates()
     assert found[:2] == [explicit, on_path]  # $TRITON_CUOBJDUMP_PATH, then PATH, then the others
-    assert sass.find_cuobjdump() == explicit
+    assert tools.find_cuobjdump() == explicit
     # a cuobjdump that cannot read the cubin is passed over for the next one
-    assert aot.run_cuobjdump(b"\x7fELF", "-res-usage").startswith("from PATH -res-usage ")
+    assert tools.run_cuobjdump(b"\x7fELF", "-res-usage").startswith("from PATH -res-usage ")
     monkeypatch.setenv("TRITON_CUOBJDUMP_PATH", str(tmp_path / "missing"))
-    assert aot.find_cuobjdump() == on_path
+    assert tools.find_cuobjdump() == on_path
 
 
 def test_main_loop_is_the_backward_branch_with_ffma():
@@ -257,12 +261,12 @@ ptxas info    : Function properties for b
     24 bytes stack frame, 16 bytes spill stores, 8 bytes spill loads
 ptxas info    : Used 255 registers, used 1 barriers, 20480 bytes smem, 400 bytes cmem[0]
 """
-    assert sass.parse_ptxas(log, "a") == dict(registers=32, smem_bytes=0, stack_bytes=0, spill_stores=0,
+    assert tc.parse_ptxas(log, "a") == dict(registers=32, smem_bytes=0, stack_bytes=0, spill_stores=0,
                                               spill_loads=0)
-    assert sass.parse_ptxas(log, "b") == dict(registers=255, smem_bytes=20480, stack_bytes=24,
+    assert tc.parse_ptxas(log, "b") == dict(registers=255, smem_bytes=20480, stack_bytes=24,
                                               spill_stores=16, spill_loads=8)
-    with pytest.raises(sass.CompileError):
-        sass.parse_ptxas(log, "c")
+    with pytest.raises(tc.CompileError):
+        tc.parse_ptxas(log, "c")
 
 
 # ------------------------------------------------------------------ occupancy arithmetic
@@ -270,47 +274,88 @@ ptxas info    : Used 255 registers, used 1 barriers, 20480 bytes smem, 400 bytes
 
 def test_occupancy_register_limited_sm89():
     # 128 threads x 128 regs: 65536 / (128 * 128) = 4 blocks = 16 warps of 48
-    assert sass.theoretical_occupancy(128, 0, 128, "sm_89") == pytest.approx(100 * 16 / 48)
+    assert occupancy.theoretical_occupancy(128, 0, 128, "sm_89") == pytest.approx(100 * 16 / 48)
 
 
 def test_occupancy_reproduces_the_4090_report():
     # K5 on the 4090: 20 KB smem + 1 KB reserved -> 102400 // 21504 = 4 blocks -> 33.3%
-    lim = sass.occupancy_limits(64, 20480, 128, "sm_89")
+    lim = occupancy.occupancy_limits(64, 20480, 128, "sm_89")
     assert (lim["blocks"], lim["limited_by"]) == (4, "shared memory")
     assert lim["occupancy_pct"] == pytest.approx(33.333, abs=1e-3)
     # K4 on the 4090 had 75%: 9 blocks of 4 warps. That needs 49..56 registers
     # (56 * 32 = 1792 per warp, 16384 // 1792 = 9 warps per scheduler); 57 gives 8 blocks.
     for regs, pct in ((48, 83.333), (49, 75.0), (56, 75.0), (57, 66.667)):
-        assert sass.theoretical_occupancy(regs, 8192, 128, "sm_89") == pytest.approx(pct, abs=1e-3), regs
+        assert occupancy.theoretical_occupancy(regs, 8192, 128, "sm_89") == pytest.approx(pct, abs=1e-3), regs
 
 
 def test_occupancy_sm90_cases():
-    assert sass.theoretical_occupancy(32, 0, 1024, "sm_90") == 100.0  # 2 blocks of 32 warps
-    assert sass.theoretical_occupancy(40, 8192, 1024, 90) == 50.0  # 40 regs: 1 block of 1024
+    assert occupancy.theoretical_occupancy(32, 0, 1024, "sm_90") == 100.0  # 2 blocks of 32 warps
+    assert occupancy.theoretical_occupancy(40, 8192, 1024, 90) == 50.0  # 40 regs: 1 block of 1024
     # 72 regs -> 2304 per warp -> 7 warps per scheduler -> 28 warps -> 7 blocks of 4 warps
-    assert sass.theoretical_occupancy(72, 20480, 128, "sm_90") == pytest.approx(43.75)
+    assert occupancy.theoretical_occupancy(72, 20480, 128, "sm_90") == pytest.approx(43.75)
     # shared memory: 100 KB + 1 KB reserved -> 228 KB holds 2 blocks
-    assert sass.occupancy_limits(32, 100 * 1024, 128, "sm_90")["by_smem"] == 2
-    assert sass.theoretical_occupancy(32, 228 * 1024, 128, "sm_90") == 0.0  # over 227 KB per block
-    assert sass.theoretical_occupancy(256, 0, 128, "sm_90") == 0.0  # over 255 regs per thread
-    assert sass.theoretical_occupancy(32, 0, 2048, "sm_90") == 0.0  # over 1024 threads per block
-    assert sass.theoretical_occupancy(16, 0, 32, "sm_90") == 50.0  # block limit: 32 blocks x 1 warp
-    assert sass.theoretical_occupancy(16, 0, 32, "sm_86") == pytest.approx(100 * 16 / 48)
+    assert occupancy.occupancy_limits(32, 100 * 1024, 128, "sm_90")["by_smem"] == 2
+    assert occupancy.theoretical_occupancy(32, 228 * 1024, 128, "sm_90") == 0.0  # over 227 KB per block
+    assert occupancy.theoretical_occupancy(256, 0, 128, "sm_90") == 0.0  # over 255 regs per thread
+    assert occupancy.theoretical_occupancy(32, 0, 2048, "sm_90") == 0.0  # over 1024 threads per block
+    assert occupancy.theoretical_occupancy(16, 0, 32, "sm_90") == 50.0  # block limit: 32 blocks x 1 warp
+    assert occupancy.theoretical_occupancy(16, 0, 32, "sm_86") == pytest.approx(100 * 16 / 48)
+
+
+def test_occupancy_blackwell_is_computed_from_the_arch_table():
+    # 128 threads (4 warps), 64 registers, 16 KB of shared memory, worked by hand:
+    warps_per_block, regs_per_warp = 128 // 32, 64 * 32  # 2048: a multiple of 256 already
+    per_scheduler = (65536 // 4) // regs_per_warp  # 8 warps on each of the 4 schedulers
+    by_regs = per_scheduler * 4 // warps_per_block  # 8 blocks
+    smem = 16 * 1024 + 1024  # + the 1 KB reservation; 17408 is a multiple of 128
+    # sm_120: 48 warps, 24 blocks, 100 KB per SM
+    by_warps, by_smem = 48 // warps_per_block, (100 * 1024) // smem  # 12, 5
+    blocks = min(by_warps, by_regs, by_smem, 24)
+    lim = occupancy.occupancy_limits(64, 16 * 1024, 128, "sm_120")
+    assert (blocks, lim["blocks"], lim["limited_by"]) == (5, 5, "shared memory")
+    assert lim["occupancy_pct"] == pytest.approx(100 * 5 * 4 / 48)
+    # sm_100: 64 warps, 32 blocks, 228 KB per SM -> 16, 8, 13: registers decide
+    blocks = min(64 // warps_per_block, by_regs, (228 * 1024) // smem, 32)
+    lim = occupancy.occupancy_limits(64, 16 * 1024, 128, "sm_100")
+    assert (blocks, lim["blocks"], lim["limited_by"]) == (8, 8, "registers")
+    assert lim["occupancy_pct"] == 50.0
+    for sm in ("sm_103", "sm_110", "sm_121", "sm_87", "sm_80"):
+        assert not math.isnan(occupancy.theoretical_occupancy(64, 16 * 1024, 128, sm)), sm
+
+
+def test_occupancy_turing_has_no_reservation_and_256_byte_units():
+    # 10800 B rounds up to 11008 in 256-byte units (128-byte units would give 10880, 6 blocks),
+    # with no per-block reservation: 65536 // 11008 = 5 blocks of 4 warps, of 32 warps
+    lim = occupancy.occupancy_limits(32, 10800, 128, "sm_75")
+    assert (lim["by_smem"], lim["blocks"], lim["limited_by"]) == (5, 5, "shared memory")
+    assert lim["occupancy_pct"] == pytest.approx(100 * 20 / 32)
+    assert occupancy.occupancy_limits(32, 64 * 1024, 128, "sm_75")["by_smem"] == 1  # all 64 KB
 
 
 def test_occupancy_refuses_unknown_arch():
-    with pytest.raises(InputError, match="no occupancy table"):
-        sass.theoretical_occupancy(32, 0, 128, "sm_52")
+    with pytest.raises(InputError, match="unknown architecture 'sm_52'.*sm_90"):
+        occupancy.theoretical_occupancy(32, 0, 128, "sm_52")
 
 
 # ------------------------------------------------------------------ tools and failures
 
 
 def test_missing_nvcc_is_a_skip_message(monkeypatch):
-    monkeypatch.setattr(sass, "find_cuobjdump", lambda: "/usr/bin/true")
-    monkeypatch.setattr(sass, "find_nvcc", lambda: None)
-    with pytest.raises(sass.SassUnavailable, match="SASS skipped: no nvcc on PATH"):
-        sass.sass_table("K3", ARCH)
+    monkeypatch.setattr(tools, "find_cuobjdump", lambda: "/usr/bin/true")
+    monkeypatch.setattr(tools, "find_nvcc", lambda: None)
+    with pytest.raises(tools.SassUnavailable, match="SASS skipped: no nvcc on PATH"):
+        table.sass_table("K3", ARCH)
+
+
+def test_an_arch_outside_the_table_is_refused_before_any_compiler_runs(monkeypatch):
+    def no_tools():
+        raise AssertionError("a tool was looked up")
+
+    monkeypatch.setattr(tools, "find_nvcc", no_tools)
+    monkeypatch.setattr(tools, "find_cuobjdump", no_tools)
+    for bad in ("sm_52", "sm_88", "sm_٩٠"):
+        with pytest.raises(InputError, match="sm_75, sm_80"):
+            table.sass_table("K3,T5", bad)
 
 
 @needs_tools
@@ -319,7 +364,7 @@ def test_a_failing_kernel_gets_an_error_row(sass_cache, tmp_path):
     bad.write_text('extern "C" __global__ void bad(float *x) { x[0] = undefined_name; }\n')
     broken = kernels.Kernel("KX", "cuda", "broken", target="cuda:kx", threads=32, source=str(bad),
                             symbol="bad")
-    df = sass.sass_table([broken, kernels.get("K3")], ARCH).set_index("kernel")
+    df = table.sass_table([broken, kernels.get("K3")], ARCH).set_index("kernel")
     assert "nvcc failed" in df.loc["KX", "error"] and df.loc["K3", "error"] == ""
     assert df.loc["K3", "loop_FFMA"] == 32
 
@@ -384,7 +429,7 @@ def test_resources_and_occupancy_are_filled(cuda_table):
 
 @needs_tools
 def test_counted_vs_compiled_flags_the_merged_broadcasts(cuda_table):
-    cv = sass.counted_vs_compiled(cuda_table.reset_index()).set_index("kernel")
+    cv = counted_vs_compiled(cuda_table.reset_index()).set_index("kernel")
     assert list(cv.index) == [k.id for k in CUDA]
     for kid in ("K1", "K2", "K6"):
         assert not cv.loc[kid, "flag"], (kid, cv.loc[kid, "explanation"])
@@ -428,19 +473,19 @@ def test_ta_row_describes_the_config_it_is_given(sass_cache):
     measured = {"BM": 64, "BN": 128, "BK": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 4}
     assert measured != ta.DEFAULT_CONFIG
     # configs for kernels not in the table (K6 here) are ignored
-    df = sass.sass_table(["T5", "TA"], ARCH, configs={"TA": measured, "K6": {"BM": 1}}).set_index("kernel")
+    df = table.sass_table(["T5", "TA"], ARCH, configs={"TA": measured, "K6": {"BM": 1}}).set_index("kernel")
     assert (df["error"] == "").all(), df["error"].to_dict()
     r = df.loc["TA"]
     assert json.loads(r["config"]) == measured and df.loc["T5", "config"] == ""
     assert r["threads"] == 128 and r["num_stages"] == 4
     assert r["smem_bytes"] == ta.smem_bytes(ta.triton.Config(measured, num_warps=4, num_stages=4))
     # with no config and no tuning result in the process: the module's default, said so in the row
-    default = sass.sass_table(["TA"], ARCH).set_index("kernel").loc["TA"]
+    default = table.sass_table(["TA"], ARCH).set_index("kernel").loc["TA"]
     assert json.loads(default["config"]) == ta.DEFAULT_CONFIG
     assert default["smem_bytes"] != r["smem_bytes"]
     # a config for a kernel that is not autotuned is refused
     with pytest.raises(InputError, match="not an autotuned kernel"):
-        sass.sass_table(["T5"], ARCH, configs={"T5": measured})
+        table.sass_table(["T5"], ARCH, configs={"T5": measured})
 
 
 @needs_triton
@@ -451,17 +496,17 @@ def test_triton_compiles_are_remembered_per_config_and_tuning_state(sass_cache):
         pytest.skip("TRITON_INTERPRET=1 in this process: the space is reduced to one config")
     small = {"BM": 32, "BN": 64, "BK": 32, "GROUP_M": 8, "num_warps": 2, "num_stages": 4}
     ta_kernel = kernels.get("TA")
-    a = sass.compile_triton(ta_kernel, ARCH, small)
-    assert a["config"] == small and sass.compile_triton(ta_kernel, ARCH, small)["cubin"] == a["cubin"]
-    assert sass.compile_triton(ta_kernel, ARCH)["config"] == ta.DEFAULT_CONFIG
+    a = tc.compile_triton(ta_kernel, ARCH, small)
+    assert a["config"] == small and tc.compile_triton(ta_kernel, ARCH, small)["cubin"] == a["cubin"]
+    assert tc.compile_triton(ta_kernel, ARCH)["config"] == ta.DEFAULT_CONFIG
     # a tuning result for 4096^3 arriving in the process changes what TA compiles to
     key = (4096, 4096, 4096, "torch.float32", "torch.float32", "torch.float32")
     ta.autotuned_matmul_kernel.cache[key] = ta.triton.Config(
         {k: small[k] for k in ("BM", "BN", "BK", "GROUP_M")}, num_warps=2, num_stages=4)
     try:
-        tuned = sass.compile_triton(ta_kernel, ARCH)
+        tuned = tc.compile_triton(ta_kernel, ARCH)
     finally:
         del ta.autotuned_matmul_kernel.cache[key]
     assert tuned["config"] == small and tuned["cubin"] == a["cubin"]
-    assert sass.compile_triton(ta_kernel, ARCH)["cubin"] != a["cubin"]
+    assert tc.compile_triton(ta_kernel, ARCH)["cubin"] != a["cubin"]
 

@@ -1,0 +1,242 @@
+"""SASS: read what the compiler wrote -- ``cuobjdump -sass`` text parsed, opcodes counted.
+
+cubin -> ``cuobjdump -sass`` -> instructions -> opcode histogram for the whole kernel and for
+its main loop -> loads per FFMA: the instruction ledger as the compiler actually wrote it.
+Resources (registers, local memory) come from ``cuobjdump -res-usage`` on the same cubin.
+
+Conventions, fixed here once:
+
+* ``total`` counts every instruction of the kernel except ``NOP`` (the alignment padding after
+  the final ``EXIT``/``BRA`` self-loop); ``EXIT`` and that trailing ``BRA`` are counted.
+* Widths: ``LDS``/``LDG`` with a ``.64``, ``.128`` or ``.256`` modifier are 64/128/256-bit loads
+  (``LDG.E.ENL2.256`` is the 256-bit global load of newer archs); every other ``LDS``/``LDG``
+  (no width, or a sub-word ``.U8``/``.S16``...) falls in the 32 bucket. Only a modifier that
+  is exactly ``64``/``128``/``256`` is a width: ``.LTC128B`` is an L2 prefetch hint, and
+  ``.U``/``.E``/``.ENL2``/``.CONSTANT``/``.EF``... say nothing about width.
+* The main loop is the range [target, branch] of a backward ``BRA`` (to an earlier address of the
+  same function; the trailing ``BRA`` to itself is not a loop) holding the most ``FFMA``; ties go to
+  the shortest range. For the tiled kernels that is the phase loop with the k loop fully unrolled
+  inside, for K1/K2 the (unrolled) k loop.
+* Spills: ``spills`` is the local memory a kernel reserves, in bytes per thread: STACK + LOCAL of
+  ``cuobjdump -res-usage`` on its cubin, read the same way for CUDA and Triton kernels. ptxas
+  puts register spill slots in the stack frame (Triton's T5p under Triton 3.9: STACK 24); a
+  local array indexed at run time would also live there, and none of the project's kernels
+  has one. The instructions that move data to and from local memory are counted as ``LDL``
+  and ``STL`` (``loop_LDL``/``loop_STL`` in the main loop): for these kernels spills > 0 exactly
+  when LDL/STL occur, and the loop counts say whether the spill traffic is in the hot loop.
+  (ptxas ``-v``'s "bytes spill stores/loads" add up the widths of the spill instructions it
+  wrote, not the memory reserved, and a Triton compile leaves no ptxas log to read, so the
+  table does not use them.)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from study.toolchain import tools
+from study.toolchain.compile import CompileError
+
+# ---------------------------------------------------------------------------------------------
+# SASS parsing
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One SASS instruction: address, guard predicate, opcode with modifiers, operands."""
+
+    addr: int
+    opcode: str  # e.g. "LDG.E.128.CONSTANT"
+    operands: str = ""
+    pred: str = ""  # e.g. "@!P0"
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".", 1)[0]
+
+    @property
+    def mods(self) -> tuple[str, ...]:
+        return tuple(self.opcode.split(".")[1:])
+
+    @property
+    def width(self) -> int:
+        """Access width in bits for loads/stores: 64, 128 or 256 when named, else 32."""
+        for m in self.mods:
+            if m in ("64", "128", "256"):
+                return int(m)
+        return 32
+
+    def __str__(self) -> str:
+        pred = f"{self.pred} " if self.pred else ""
+        return f"/*{self.addr:04x}*/ {pred}{self.opcode} {self.operands}".rstrip()
+
+
+_LINE = re.compile(
+    r"^\s*/\*(?P<addr>[0-9a-fA-F]+)\*/\s+(?:(?P<pred>@!?U?P[T0-9]+)\s+)?"
+    r"(?P<op>[A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*(?P<args>[^;]*?)\s*;"
+)
+_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
+
+
+def parse_sass(text: str) -> dict[str, list[Instr]]:
+    """``cuobjdump -sass`` text -> {function name: instructions in address order}.
+
+    Text that has instruction lines but no ``Function :`` header lands under ``""``.
+    """
+    funcs: dict[str, list[Instr]] = {}
+    current: list[Instr] | None = None
+    for line in text.splitlines():
+        f = _FUNC.match(line)
+        if f:
+            current = funcs.setdefault(f.group(1), [])
+            continue
+        m = _LINE.match(line)
+        if m:
+            if current is None:
+                current = funcs.setdefault("", [])
+            current.append(Instr(int(m["addr"], 16), m["op"], m["args"], m["pred"] or ""))
+    return funcs
+
+
+# ---------------------------------------------------------------------------------------------
+# reading a cubin
+
+
+def resources_cubin(cubin: Path | str, symbol: str | None = None) -> dict:
+    """``cuobjdump -res-usage`` for one function (``tools.resource_usage``): REG, STACK,
+    SHARED, LOCAL, ... as read; ``symbol`` None reads the only function.
+
+    Note: for sm_90 cubins SHARED includes the 1 KB the driver reserves per block (ptxas says
+    8192 B smem, cuobjdump says SHARED:9216), unlike sm_80 cubins; Triton's dynamic shared
+    memory is not in it. The occupancy wants the ptxas / Triton figure (it adds the
+    reservation itself).
+    """
+    tools.require_cuobjdump()
+    try:
+        funcs = tools.resource_usage(Path(cubin))
+    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+        raise CompileError(str(e)) from None
+    if symbol is None and len(funcs) == 1:
+        symbol = next(iter(funcs))
+    if symbol not in funcs:
+        raise CompileError(f"{symbol!r} not in {Path(cubin).name}; it holds {', '.join(funcs) or 'none'}")
+    return funcs[symbol]
+
+
+def spill_bytes(usage: dict) -> int:
+    """Local memory per thread, in bytes: STACK + LOCAL of a ``resources_cubin`` record (the
+    module docstring says why this is the spill figure)."""
+    return int(usage.get("STACK", 0)) + int(usage.get("LOCAL", 0))
+
+
+@functools.lru_cache(maxsize=64)
+def _sass_text(cubin: str, mtime: float) -> str:
+    """``tools.run_cuobjdump`` (every cuobjdump found, in search order, until one reads the
+    cubin); its failures become CompileError."""
+    tools.require_cuobjdump()
+    try:
+        return tools.run_cuobjdump(cubin, "-sass")
+    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+        raise CompileError(str(e)) from None
+
+
+def dump_sass(cubin: Path | str, symbol: str | None = None) -> list[Instr]:
+    """The instructions of function ``symbol`` in ``cubin`` (the only function when None)."""
+    path = Path(cubin)
+    funcs = parse_sass(_sass_text(str(path), path.stat().st_mtime))
+    if symbol is None and len(funcs) == 1:
+        return next(iter(funcs.values()))
+    if symbol not in funcs:
+        raise CompileError(f"{symbol!r} not in {path.name}; it holds {', '.join(funcs) or 'no code'}")
+    return funcs[symbol]
+
+
+# ---------------------------------------------------------------------------------------------
+# histograms and loops
+
+HIST_KEYS = (
+    "FFMA", "LDS32", "LDS64", "LDS128", "LDS", "LDG32", "LDG64", "LDG128", "LDG256", "LDG",
+    "LDGSTS", "STS", "STG", "BAR", "HMMA", "HGMMA", "LDSM", "STSM", "LDL", "STL", "total",
+)
+
+
+def histogram(instrs: Iterable[Instr]) -> dict[str, int]:
+    """Opcode counts (see the module docstring for widths and what ``total`` holds).
+
+    ``LDS``/``LDG`` are the sums over widths; ``LDGSTS`` (cp.async), ``STS``, ``LDSM``/``STSM``
+    (ldmatrix/stmatrix, which Triton uses to move FP32 tiles too) any width; ``BAR`` every
+    barrier flavour; ``LDL``/``STL`` local-memory loads and stores (spills). A width with no key
+    of its own (``LDS.256``) gets one in the returned dict.
+    """
+    h = dict.fromkeys(HIST_KEYS, 0)
+    for ins in instrs:
+        base = ins.base
+        if base == "NOP":
+            continue
+        h["total"] += 1
+        if base in ("LDS", "LDG"):
+            key = f"{base}{ins.width}"
+            h[key] = h.get(key, 0) + 1
+            h[base] += 1
+        elif base in h:
+            h[base] += 1
+    return h
+
+
+def _branch_target(ins: Instr) -> int | None:
+    if ins.base not in ("BRA", "JMP"):
+        return None
+    hexes = re.findall(r"0x([0-9a-fA-F]+)", ins.operands)
+    return int(hexes[-1], 16) if hexes else None
+
+
+def find_loops(instrs: Sequence[Instr]) -> list[tuple[int, int]]:
+    """Loops as (start, end) instruction indices, inclusive: one per backward-branch target.
+
+    A backward branch jumps to an earlier address of the same function; the trailing
+    ``BRA`` to itself (the end-of-kernel trap) is not a loop. Several back edges to one
+    header make one loop reaching to the last of them.
+    """
+    index = {ins.addr: i for i, ins in enumerate(instrs)}
+    loops: dict[int, int] = {}
+    for i, ins in enumerate(instrs):
+        target = _branch_target(ins)
+        if target is None or target >= ins.addr or target not in index:
+            continue
+        start = index[target]
+        loops[start] = max(loops.get(start, i), i)
+    return sorted(loops.items())
+
+
+def main_loop(instrs: Sequence[Instr]) -> list[Instr]:
+    """The body of the loop with the most FFMA (ties: the shortest); [] when there is no loop."""
+    best: tuple[int, int] | None = None
+    best_key = None
+    for start, end in find_loops(instrs):
+        ffma = sum(1 for ins in instrs[start : end + 1] if ins.base == "FFMA")
+        key = (ffma, -(end - start))
+        if best_key is None or key > best_key:
+            best, best_key = (start, end), key
+    return list(instrs[best[0] : best[1] + 1]) if best else []
+
+
+def loop_histogram(instrs: Sequence[Instr]) -> dict[str, float]:
+    """``histogram`` of the main loop with a ``loop_`` prefix, plus load instructions per FFMA.
+
+    ``loop_lds_per_ffma`` = (LDS of any width + LDSM) / FFMA: every shared-load instruction.
+    ``loop_ldg_per_ffma`` = (LDG of any width + LDGSTS) / FFMA: every global-load instruction,
+    synchronous or asynchronous (Triton's pipelined loops load with LDGSTS only). The CUDA
+    kernels use neither LDSM nor LDGSTS, so for them these are plain LDS / FFMA and LDG / FFMA.
+    NaN when there is no loop with FFMA.
+    """
+    h = histogram(main_loop(instrs))
+    out: dict[str, float] = {f"loop_{k}": v for k, v in h.items()}
+    ffma = h["FFMA"]
+    out["loop_lds_per_ffma"] = (h["LDS"] + h["LDSM"]) / ffma if ffma else math.nan
+    out["loop_ldg_per_ffma"] = (h["LDG"] + h["LDGSTS"]) / ffma if ffma else math.nan
+    return out

@@ -1,0 +1,148 @@
+"""The SASS table: every CUDA and Triton kernel of the registry compiled for one arch, one row each.
+
+Per kernel: the opcode histogram of the whole kernel and of its main loop, loads per FFMA in
+the loop, registers, shared memory, local memory (spills), threads and theoretical
+occupancy, with the toolchain versions that produced them (conventions in
+:mod:`study.toolchain.sass`). No GPU is needed: nvcc and Triton compile for the named arch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+from study import arch as arches
+from study.errors import InputError
+from study.toolchain import tools
+from study.toolchain.compile import CompileError, compile_cuda, compile_triton, resources_cuda
+from study.toolchain.occupancy import occupancy_limits
+from study.toolchain.sass import dump_sass, histogram, loop_histogram, resources_cubin, spill_bytes
+
+TABLE_COLUMNS = [
+    "kernel", "impl", "arch", "symbol",
+    "FFMA", "LDS32", "LDS64", "LDS128", "LDS", "LDSM", "LDG32", "LDG64", "LDG128", "LDG256", "LDG",
+    "LDGSTS", "STS", "STSM", "BAR", "HMMA", "HGMMA", "LDL", "STL", "total",
+    "loop_FFMA", "loop_LDS32", "loop_LDS64", "loop_LDS128", "loop_LDS", "loop_LDSM", "loop_LDG32",
+    "loop_LDG64", "loop_LDG128", "loop_LDG256", "loop_LDG", "loop_LDGSTS", "loop_STS", "loop_STSM",
+    "loop_BAR", "loop_LDL", "loop_STL", "loop_total",
+    "loop_lds_per_ffma", "loop_ldg_per_ffma",
+    "registers", "smem_bytes", "spills", "threads", "num_stages", "config",
+    "occupancy_pct", "occupancy_limited_by", "nvcc", "triton", "error",
+]
+_TEXT_COLUMNS = ("symbol", "config", "occupancy_limited_by", "nvcc", "triton", "error")
+
+
+def as_kernels(kernels) -> list:
+    """Registry entries from Kernel objects, ids, a "K3,K6" spec, or None (the whole registry)."""
+    from study import kernels as registry
+
+    if kernels is None:
+        return list(registry.KERNELS)
+    if isinstance(kernels, str):
+        return [registry.get(s.strip()) for s in kernels.split(",") if s.strip()]
+    return [registry.get(k) if isinstance(k, str) else k for k in kernels]
+
+
+def _check_tools(kernels: list) -> None:
+    """Raise SassUnavailable (a ready skip message) when a needed tool is missing."""
+    if any(k.impl in ("cuda", "triton") for k in kernels):
+        tools.require_cuobjdump()
+    if any(k.impl == "cuda" for k in kernels):
+        tools.require_nvcc()
+
+
+def kernel_sass(kernel, arch="sm_90", config: dict | None = None) -> dict:
+    """One table row for one CUDA or Triton kernel (raises CompileError on failure).
+
+    ``arch``: anything :func:`study.arch.get` takes. ``config``: the configuration to compile an
+    autotuned Triton kernel with (see ``compile_triton``); the row's ``config`` holds the one
+    compiled, as JSON text.
+    """
+    a = arches.get(arch)
+    row: dict = {"kernel": kernel.id, "impl": kernel.impl, "arch": a.sm}
+    if config is not None and not (kernel.impl == "triton" and kernel.tuned):
+        raise InputError(f"{kernel.id} is not an autotuned kernel: it takes no config (got {config})")
+    if kernel.impl == "cuda":
+        cubin = compile_cuda(kernel, a)
+        symbol = kernel.symbol
+        ptxas = resources_cuda(kernel, a)
+        registers, smem, threads = ptxas["registers"], ptxas["smem_bytes"], kernel.threads
+    elif kernel.impl == "triton":
+        t = compile_triton(kernel, a, config)
+        cubin, symbol, smem = t["cubin"], t["name"], t["smem_bytes"]
+        registers = None  # from the cubin below
+        threads = t["threads"] or kernel.threads
+        row["num_stages"] = t["num_stages"]
+        row["config"] = json.dumps(t["config"], sort_keys=True) if t["config"] else ""
+    else:
+        raise CompileError(f"{kernel.id}: no SASS for impl {kernel.impl!r}")
+    usage = resources_cubin(cubin, symbol)
+    if registers is None:
+        registers = usage.get("REG")
+    instrs = dump_sass(cubin, symbol)
+    row["symbol"] = symbol
+    row.update(histogram(instrs))
+    row.update(loop_histogram(instrs))
+    row.update(registers=registers, smem_bytes=smem, spills=spill_bytes(usage), threads=threads)
+    try:  # the arch is known (checked above): only a missing resource figure leaves a NaN
+        occ = occupancy_limits(int(registers), int(smem or 0), int(threads), a)
+        row["occupancy_pct"], row["occupancy_limited_by"] = occ["occupancy_pct"], occ["limited_by"]
+    except (TypeError, ValueError):
+        row["occupancy_pct"], row["occupancy_limited_by"] = math.nan, ""
+    row["error"] = ""
+    return row
+
+
+def sass_table(kernels=None, arch="sm_90", configs: dict[str, dict] | None = None):
+    """One row per CUDA and Triton kernel (cuBLAS skipped): histograms, main-loop ratios, resources.
+
+    ``kernels``: Kernel objects, ids, a "K3,K6" spec, or None for the whole registry.
+    ``arch``: "sm_90", "9.0", 90, ... (:func:`study.arch.get`); one outside the arch table is
+    an InputError before anything is compiled.
+    ``configs``: kernel id -> the configuration an autotuned kernel was measured with (the
+    autotuner's dict: BM, BN, BK, GROUP_M, num_warps, num_stages, e.g. the ``config`` JSON of
+    its results.csv row), passed to ``compile_triton`` so that the SASS row describes the
+    measured kernel. An autotuned kernel without an entry is compiled with the winner this
+    process tuned for 4096^3, else its module's default configuration -- which need not be what
+    a run measured. Ids of kernels not in ``kernels`` are ignored; an entry for a kernel that is
+    not autotuned is an InputError.
+    Raises ``SassUnavailable`` (message: "SASS skipped: ...") when nvcc/cuobjdump are missing;
+    a kernel that fails to compile gets a row with ``error`` set and the rest carry on.
+
+    Resources: ``registers`` per thread; ``smem_bytes`` the kernel's own shared memory per block
+    (CUDA: static, from ptxas; Triton: its dynamic allocation), without the 1 KB the driver
+    reserves; ``spills`` local memory in bytes per thread, STACK + LOCAL of ``cuobjdump
+    -res-usage`` for CUDA and Triton alike, 0 meaning none (with ``LDL``/``STL`` and
+    ``loop_LDL``/``loop_STL`` the local-memory instructions; see :mod:`study.toolchain.sass`);
+    ``occupancy_pct`` from ``occupancy_limits``. Provenance: ``config`` the compiled
+    configuration of an autotuned kernel (JSON text, "" for the others); ``nvcc`` and
+    ``triton`` the versions of the toolchain present (the same on every row, "" when absent):
+    nvcc compiles the CUDA rows, Triton (with the ptxas it bundles) the Triton rows.
+    """
+    a = arches.get(arch)
+    import pandas as pd
+
+    picked = [k for k in as_kernels(kernels) if k.impl in ("cuda", "triton")]
+    configs = dict(configs or {})
+    for k in picked:
+        if k.id in configs and not (k.impl == "triton" and k.tuned):
+            raise InputError(f"configs names {k.id}, which is not an autotuned kernel")
+    _check_tools(picked)
+    rows = []
+    for k in picked:
+        try:
+            rows.append(kernel_sass(k, a, configs.get(k.id)))
+        except (CompileError, tools.SassUnavailable, OSError, subprocess.SubprocessError) as e:
+            rows.append({"kernel": k.id, "impl": k.impl, "arch": a.sm, "symbol": k.symbol,
+                         "threads": k.threads, "error": str(e)})
+    df = pd.DataFrame(rows)
+    df["nvcc"] = tools.nvcc_version()
+    df["triton"] = tools.triton_version()
+    for col in TABLE_COLUMNS:
+        if col not in df.columns:
+            df[col] = "" if col in _TEXT_COLUMNS else math.nan
+        elif col in _TEXT_COLUMNS:
+            df[col] = df[col].fillna("")
+    extra = [c for c in df.columns if c not in TABLE_COLUMNS]
+    return df[TABLE_COLUMNS + extra]
