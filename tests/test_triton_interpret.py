@@ -209,7 +209,7 @@ def test_smem_bytes_is_what_the_compiler_allocates(tile):
 
     bm, bn, bk, warps, stages = tile
     cfg = {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": ta.GROUP_M, "num_warps": warps, "num_stages": stages}
-    compiled = compile_sass_target("TA", arch=90, config=cfg)
+    compiled = compile_sass_target(ta, arch=90, config=cfg)
     config = ta.triton.Config({k: cfg[k] for k in ("BM", "BN", "BK", "GROUP_M")},
                               num_warps=warps, num_stages=stages)
     assert ta.smem_bytes(config) == compiled.shared
@@ -233,17 +233,18 @@ def test_autotuned_kernel_is_the_tile_kernel():
 
 
 def test_aot_sm90_t5_is_ffma_without_tensor_cores():
+    from study.toolchain import tools
     from triton_kernels import t5_reg_tile_2d
-    from triton_kernels.aot import compile_sass_target, find_cuobjdump
+    from triton_kernels.aot import compile_sass_target
 
     k = compile_sass_target(t5_reg_tile_2d, arch=90, num_stages=1)
     assert k.name == "tiled_matmul_kernel"
     assert k.cubin[:4] == b"\x7fELF" and ".target sm_90" in k.ptx
     assert k.shared > 0 and k.num_warps == 4
-    if find_cuobjdump() is None:
+    if tools.find_cuobjdump() is None:
         pytest.skip("cuobjdump not found (Triton wheel, PATH, CUDA_HOME): SASS not checked")
-    assert k.resource_usage()["REG"] > 0
-    sass = k.sass()
+    assert tools.resource_usage(k.cubin)[k.name]["REG"] > 0
+    sass = tools.run_cuobjdump(k.cubin, "-sass")
     ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass)
     assert ops.count("FFMA") >= 32 * 32 * 128 // 128  # one K tile: 1024 FFMA per thread
     # HFMA2.MMA is a plain FMA issued on another pipe (ptxas uses it to move constants)
@@ -254,19 +255,21 @@ def test_aot_sm90_t5_is_ffma_without_tensor_cores():
 @pytest.mark.parametrize("kid", ["T5", "T5p", "TA"])
 def test_aot_sm90_tile_kernel_loop_is_ffma_with_128_bit_global_loads(kid):
     """The shared kernel at 4096^3: FFMA only, and unmasked (wrapped, EVEN_K) 128-bit loads."""
-    from study import sass as study_sass
     from study.kernels import get
-    from triton_kernels.aot import compile_sass_target, find_cuobjdump
+    from study.toolchain import sass as study_sass
+    from study.toolchain import tools
+    from triton_kernels.aot import compile_sass_target
 
-    k = compile_sass_target(kid, arch=90)
-    assert k.name == get(kid).symbol == "tiled_matmul_kernel"
-    if find_cuobjdump() is None:
+    entry = get(kid)
+    k = compile_sass_target(entry.target, arch=90, num_stages=entry.num_stages)
+    assert k.name == entry.symbol == "tiled_matmul_kernel"
+    if tools.find_cuobjdump() is None:
         pytest.skip("cuobjdump not found (Triton wheel, PATH, CUDA_HOME): SASS not checked")
-    instrs = study_sass.parse_sass(k.sass())[k.name]
+    instrs = study_sass.parse_sass(tools.run_cuobjdump(k.cubin, "-sass"))[k.name]
     # spilled or not (Triton 3.9 spills in T5p's loop), the reserved local memory and the
     # LDL/STL in the SASS tell the same story
     local = study_sass.histogram(instrs)
-    spills = study_sass.spill_bytes(k.resource_usage())
+    spills = study_sass.spill_bytes(tools.resource_usage(k.cubin)[k.name])
     assert (spills > 0) == (local["LDL"] + local["STL"] > 0), (spills, local["LDL"], local["STL"])
     tensor_core = {i.opcode for i in instrs if i.base in TENSOR_CORE_OPS}
     assert not tensor_core, f"tensor-core instructions in an ieee FP32 kernel: {tensor_core}"

@@ -1,10 +1,10 @@
 """Ahead-of-time compilation of the Triton kernels for a named GPU, with no GPU present.
 
-``compile_sass_target(module)`` compiles one kernel for ``GPUTarget("cuda", arch, 32)`` and
-returns its cubin, PTX, shared memory and kernel name; ``sass()`` and ``resource_usage()``
-read the cubin with ``cuobjdump``. This module also holds the project's one ``cuobjdump``
-lookup and ``-res-usage`` parser (:func:`find_cuobjdump`, :func:`run_cuobjdump`,
-:func:`parse_res_usage`), which :mod:`study.sass` uses for the CUDA kernels too.
+``compile_sass_target(target, arch)`` compiles one kernel for ``GPUTarget("cuda", arch, 32)``
+and returns its cubin (bytes), PTX, shared memory and kernel name. Reading the cubin
+(``cuobjdump``) is the caller's business: this package finds no tools and imports nothing of
+the study; what it needs of the study's registry (a kernel's module and pipeline depth)
+comes in as arguments.
 
 Specialisation. At run time Triton compiles a kernel for the *values* it is launched with:
 an integer argument equal to 1 becomes a compile-time constant, an integer divisible by 16 and
@@ -25,15 +25,8 @@ is refused with a clear message rather than compiled differently.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import inspect
-import os
-import re
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -97,14 +90,6 @@ class AotKernel:
     num_warps: int
     num_stages: int
 
-    def sass(self) -> str:
-        """``cuobjdump -sass`` of the cubin."""
-        return run_cuobjdump(self.cubin, "-sass")
-
-    def resource_usage(self) -> dict[str, int]:
-        """``cuobjdump -res-usage`` of this kernel: {"REG": .., "STACK": .., "LOCAL": .., ...}."""
-        return resource_usage(self.cubin)[self.name]
-
 
 # --------------------------------------------------------------------------------------------
 # Compile
@@ -117,11 +102,12 @@ def compile_sass_target(target, arch: int = 90, num_stages: int | None = None, *
     """Compile one Triton kernel for ``sm_<arch>`` without a GPU.
 
     ``target`` is a :class:`KernelSpec`, a kernel module of this package (anything with an
-    ``aot_spec`` function), its dotted name (``"triton_kernels.t5_reg_tile_2d"``, optionally
-    with ``":matmul"``), or a registry entry of ``study.kernels`` or its id (``"T5p"``): its
-    ``target`` and ``num_stages`` are used. ``num_stages`` None keeps the module's (or the
-    registry's) default; ``shape`` is the representative launch (4096^3); ``config`` picks
-    the autotuned kernel's configuration.
+    ``aot_spec`` function) or its dotted name (``"triton_kernels.t5_reg_tile_2d"``, optionally
+    with ``":matmul"``, as a registry entry's ``target`` holds it). ``num_stages`` None keeps
+    the module's default; ``shape`` is the representative launch (4096^3); ``config`` picks
+    the autotuned kernel's configuration; further keywords (``smem_limit`` for the autotuned
+    kernel) go to the module's ``aot_spec``. The result carries the cubin as bytes: dumping
+    it is left to the caller.
     """
     spec = resolve_spec(target, num_stages=num_stages, shape=shape, config=config, **spec_kwargs)
     import triton
@@ -207,20 +193,11 @@ def resolve_spec(target, **kwargs) -> KernelSpec:
     """The :class:`KernelSpec` ``compile_sass_target`` would compile for ``target`` and options.
 
     Cheap (nothing is compiled): it tells which launch a call would build, e.g. the
-    configuration an autotuned kernel falls back to.
+    configuration an autotuned kernel falls back to. Keywords that are None are left out;
+    one the module's ``aot_spec`` does not take is a TypeError.
     """
     if isinstance(target, KernelSpec):
         return target
-    if isinstance(target, str) and "." not in target and ":" not in target:
-        from study.kernels import get  # a registry id such as "T5p"
-
-        target = get(target)
-    if hasattr(target, "target") and hasattr(target, "impl"):  # a study.kernels.Kernel
-        if target.impl != "triton":
-            raise ValueError(f"{target.id} is a {target.impl} kernel, not a Triton one")
-        if kwargs.get("num_stages") is None:
-            kwargs["num_stages"] = target.num_stages
-        target = target.target
     if isinstance(target, str):
         target = importlib.import_module(target.split(":", 1)[0])
     if not isinstance(target, ModuleType) or not hasattr(target, "aot_spec"):
@@ -231,94 +208,3 @@ def resolve_spec(target, **kwargs) -> KernelSpec:
     if refused:
         raise TypeError(f"{target.__name__}.aot_spec() takes no {', '.join(refused)}")
     return target.aot_spec(**call)
-
-
-# --------------------------------------------------------------------------------------------
-# cuobjdump
-# --------------------------------------------------------------------------------------------
-
-
-def cuobjdump_candidates() -> list[str]:
-    """Every executable ``cuobjdump`` found, in search order, without duplicates.
-
-    1. ``$TRITON_CUOBJDUMP_PATH`` (an explicit choice; Triton's own variable);
-    2. ``cuobjdump`` on ``PATH``;
-    3. the one bundled in the triton wheel (``triton/backends/nvidia/bin``), located without
-       importing triton;
-    4. ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``, then ``/usr/local/cuda/bin``.
-    """
-    found = [os.environ.get("TRITON_CUOBJDUMP_PATH", ""), shutil.which("cuobjdump") or ""]
-    try:
-        spec = importlib.util.find_spec("triton")
-    except (ImportError, ValueError):  # a half-imported or stubbed triton
-        spec = None
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        found.append(str(Path(root) / "backends" / "nvidia" / "bin" / "cuobjdump"))
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            found.append(str(Path(home) / "bin" / "cuobjdump"))
-    usable: dict[str, str] = {}  # real path -> the first name it was found under
-    for c in found:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            usable.setdefault(os.path.realpath(c), c)
-    return list(usable.values())
-
-
-def find_cuobjdump() -> str | None:
-    """The first ``cuobjdump`` of :func:`cuobjdump_candidates`; None when there is none."""
-    found = cuobjdump_candidates()
-    return found[0] if found else None
-
-
-def run_cuobjdump(cubin: bytes | str | os.PathLike, *flags: str) -> str:
-    """``cuobjdump <flags> <cubin>``'s output; ``cubin`` is the file's bytes or its path.
-
-    The candidates are tried in search order until one succeeds: an older cuobjdump (a system
-    CUDA on PATH) may not read a cubin for a newer arch or written by the newer ptxas that
-    ships with Triton. Raises ``FileNotFoundError`` when there is no cuobjdump and
-    ``RuntimeError`` when every one fails.
-    """
-    tools = cuobjdump_candidates()
-    if not tools:
-        raise FileNotFoundError(
-            "cuobjdump not found ($TRITON_CUOBJDUMP_PATH, PATH, the triton wheel, $CUDA_HOME)")
-    with tempfile.TemporaryDirectory() as tmp:
-        if isinstance(cubin, (bytes, bytearray)):
-            path = Path(tmp) / "kernel.cubin"
-            path.write_bytes(cubin)
-        else:
-            path = Path(cubin)
-        errors = []
-        for tool in tools:
-            done = subprocess.run([tool, *flags, str(path)], capture_output=True, text=True,
-                                  timeout=300, check=False)
-            if done.returncode == 0:
-                return done.stdout
-            errors.append(f"{tool}: {(done.stderr or done.stdout).strip()[:200]}")
-    raise RuntimeError(f"cuobjdump {' '.join(flags)} failed on {path.name}: {'; '.join(errors)}")
-
-
-_USAGE_FUNCTION = re.compile(r"^\s*Function\s+([^\s:]+)\s*:\s*$", re.M)
-_USAGE_FIELD = re.compile(r"([A-Z_]+(?:\[\d+\])?):(\d+)")
-
-
-def parse_res_usage(text: str) -> dict[str, dict[str, int]]:
-    """``cuobjdump -res-usage`` text -> {function: {"REG": .., "STACK": .., "SHARED": .., "LOCAL": ..,
-    "CONSTANT[0]": .., ...}}: the fields on the line after each ``Function <name>:`` header.
-
-    REG is registers per thread; STACK the stack frame and LOCAL the other local memory, both
-    bytes per thread; SHARED the block's static shared memory (for sm_90 cubins it includes the
-    1 KB the driver reserves per block; Triton's dynamic allocation is not in it).
-    """
-    out: dict[str, dict[str, int]] = {}
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        m = _USAGE_FUNCTION.match(line)
-        if m and i + 1 < len(lines):
-            out[m.group(1)] = {k: int(v) for k, v in _USAGE_FIELD.findall(lines[i + 1])}
-    return out
-
-
-def resource_usage(cubin: bytes | str | os.PathLike) -> dict[str, dict[str, int]]:
-    """:func:`parse_res_usage` of ``cuobjdump -res-usage`` on a cubin (bytes or path)."""
-    return parse_res_usage(run_cuobjdump(cubin, "-res-usage"))

@@ -55,6 +55,8 @@ for tests) the space shrinks to one small configuration: benchmarking there mean
 
 from __future__ import annotations
 
+import functools
+
 import triton
 
 from triton_kernels.tile import check_operands, even_k, interpreting, tiled_matmul_kernel
@@ -64,7 +66,11 @@ from triton_kernels.tile import check_operands, even_k, interpreting, tiled_matm
 # --------------------------------------------------------------------------------------------
 
 GROUP_M = 8  # tile rows that walk the N tiles together (L2 reuse of B panels)
-SMEM_BUDGET = 200 * 1024  # bytes of pipeline buffers a candidate may ask for (H200: 227 KB per block)
+# Pipeline buffers may take 200/227 of the shared memory a block may have (200 KB of the H200's
+# 227 KB): a margin, because smem_bytes counts the operand tiles only, and scratch a Triton
+# version adds beside them must not push a kept candidate over the limit, where it would fail
+# at launch instead of being pruned.
+SMEM_SHARE = (200, 227)
 # Small tiles (BM * BN below this) are tried only where 64x64 tiles make fewer than
 # SMALL_TILE_BELOW blocks: about 4 waves on the H200's 132 SMs.
 SMALL_TILE_AREA = 64 * 64
@@ -136,6 +142,35 @@ def smem_bytes(c) -> int:
     return (kw["BM"] + kw["BN"]) * kw["BK"] * 4 * max(1, c.num_stages - 1)
 
 
+def smem_budget(limit: int) -> int:
+    """Bytes of pipeline buffers a candidate may ask for where a block may have ``limit`` bytes
+    of shared memory: ``SMEM_SHARE`` of it (204800 for the H200's 232448)."""
+    num, den = SMEM_SHARE
+    return int(limit) * num // den
+
+
+def device_smem_limit() -> int | None:
+    """Shared memory a block may opt in to on the current CUDA device, as Triton's driver reports
+    it (``max_shared_mem``); None where there is no device to ask (no GPU, or
+    ``TRITON_INTERPRET=1``). Read once per device."""
+    if interpreting():
+        return None
+    try:
+        from triton.runtime import driver
+
+        return _smem_limit_of(int(driver.active.get_current_device()))
+    except Exception:  # no CUDA driver or device, or a driver API this code does not know
+        return None
+
+
+@functools.cache
+def _smem_limit_of(device: int) -> int | None:
+    from triton.runtime import driver
+
+    props = driver.active.utils.get_device_properties(device)
+    return int(props["max_shared_mem"]) if props.get("max_shared_mem") else None
+
+
 def _fits_extent(tile: int, extent: int, floor: int) -> bool:
     """Keep tiles no taller (wider) than the matrix rounded up to a power of two."""
     return tile <= max(floor, triton.next_power_of_2(extent))
@@ -147,12 +182,21 @@ def _small_tiles_pay(M: int, N: int) -> bool:
 
 
 def prune(configs, named_args, **kwargs):
-    """Drop candidates that cannot fit or cannot pay for this (M, N, K)."""
-    M, N, K = named_args["M"], named_args["N"], named_args["K"]
+    """Drop candidates that cannot fit or cannot pay for this (M, N, K) on the current device.
+
+    The autotuner calls this with the launch's arguments, on the device it tunes on.
+    """
+    return _prune(configs, named_args["M"], named_args["N"], named_args["K"], device_smem_limit())
+
+
+def _prune(configs, M: int, N: int, K: int, smem_limit: int | None):
+    """``prune`` for a given shared-memory limit per block; None prunes nothing for shared
+    memory (there is no limit to check against)."""
+    budget = smem_budget(smem_limit) if smem_limit else None
     small_ok = _small_tiles_pay(M, N)
     kept = [
         c for c in configs
-        if smem_bytes(c) <= SMEM_BUDGET
+        if (budget is None or smem_bytes(c) <= budget)
         and _fits_extent(c.kwargs["BM"], M, 16)
         and _fits_extent(c.kwargs["BN"], N, 32)
         and _fits_extent(c.kwargs["BK"], K, 16)
@@ -220,10 +264,13 @@ def config_dict(c) -> dict:
     return {**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages}
 
 
-def candidates(M: int, N: int, K: int) -> list[dict]:
-    """The configurations a tuning pass for (M, N, K) benchmarks."""
-    configs = CONFIGS if len(CONFIGS) == 1 else prune(CONFIGS, {"M": M, "N": N, "K": K})
-    return [config_dict(c) for c in configs]
+def candidates(M: int, N: int, K: int, smem_limit: int | None = None) -> list[dict]:
+    """The configurations a tuning pass for (M, N, K) benchmarks where a block may have
+    ``smem_limit`` bytes of shared memory (None: the current device's, if there is one)."""
+    if len(CONFIGS) == 1:
+        return [config_dict(CONFIGS[0])]
+    limit = smem_limit if smem_limit is not None else device_smem_limit()
+    return [config_dict(c) for c in _prune(CONFIGS, M, N, K, limit)]
 
 
 def best_config(M: int, N: int, K: int) -> dict | None:
@@ -241,12 +288,14 @@ def best_config(M: int, N: int, K: int) -> dict | None:
 
 
 def aot_spec(num_stages: int | None = None, shape: tuple[int, int, int] | None = None,
-             config: dict | None = None):
+             config: dict | None = None, smem_limit: int | None = None):
     """Kernel, arguments and options for :func:`triton_kernels.aot.compile_sass_target`.
 
     ``config`` defaults to the tuned winner for ``shape`` (4096^3) when this process has one,
     else to :data:`DEFAULT_CONFIG`; ``num_stages`` overrides the config's. ``EVEN_K`` follows
-    from ``shape`` as the heuristic sets it at run time.
+    from ``shape`` as the heuristic sets it at run time. ``smem_limit``: the shared memory a
+    block may have on the target (the caller knows the target; no device is asked); a
+    configuration whose buffers exceed it is a ValueError, since it could not launch there.
     """
     from triton_kernels.aot import DEFAULT_SHAPE, matmul_spec
 
@@ -256,5 +305,10 @@ def aot_spec(num_stages: int | None = None, shape: tuple[int, int, int] | None =
     meta["GROUP_M"] = cfg.get("GROUP_M", GROUP_M)
     meta["EVEN_K"] = even_k(shape[2], meta["BK"])
     stages = num_stages if num_stages is not None else cfg.get("num_stages", 3)
+    if smem_limit is not None:
+        need = smem_bytes(triton.Config(meta, num_warps=cfg.get("num_warps", 4), num_stages=stages))
+        if need > smem_limit:
+            raise ValueError(f"{meta['BM']}x{meta['BN']}x{meta['BK']} with {stages} stages needs {need} B "
+                             f"of shared memory per block; the target allows {smem_limit}")
     return matmul_spec(autotuned_matmul_kernel, meta, num_warps=cfg.get("num_warps", 4),
                        num_stages=stages, shape=shape)
