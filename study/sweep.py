@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from study import arch
 from study.errors import InputError, first_line
 from study.run import say
 
@@ -37,15 +38,20 @@ MIN_OUT_PER_THREAD, MAX_OUT_PER_THREAD = 16, 128
 CORE_TILES = ((64, 64), (64, 128), (128, 64), (128, 128))
 CORE_BK, CORE_STAGES = (8, 16, 32, 64), (1, 2, 3, 4, 5)
 OTHER_BK, OTHER_STAGES = (16, 32), (1, 3)
-SMEM_LIMIT = 227 * 1024  # bytes of shared memory one block may have on sm_90
 MAX_LOOP_FFMA = 8192  # FFMAs per thread in one unrolled K step: larger bodies take minutes to compile
 COLUMNS = ["round", "BM", "BN", "BK", "num_warps", "num_stages", "GROUP_M", "maxnreg", "status",
            "regs", "spills", "ms", "p20_ms", "p80_ms", "reps", "rel_err", "tflops", "cublas_ms",
            "pct_cublas", "M", "N", "K", "triton", "gpu", "commit", "timestamp"]
 
 
-def space() -> list[tuple]:
-    """(BM, BN, BK, num_warps, num_stages) to try, the likeliest first."""
+def space(smem_limit: int | None = None) -> list[tuple]:
+    """(BM, BN, BK, num_warps, num_stages) to try, the likeliest first.
+
+    ``smem_limit``: the shared memory one block may have, in bytes; None reads it from the arch
+    table for the present device (an InputError without one).
+    """
+    if smem_limit is None:
+        smem_limit = arch.of_device().smem_per_block
     out = []
     for bm, bn in TILES:
         core = (bm, bn) in CORE_TILES
@@ -57,7 +63,7 @@ def space() -> list[tuple]:
             for bk, stages in itertools.product(*depths):
                 if per_thread * bk > MAX_LOOP_FFMA:
                     continue
-                if (bm + bn) * bk * 4 * max(1, stages) > SMEM_LIMIT:
+                if (bm + bn) * bk * 4 * max(1, stages) > smem_limit:
                     continue
                 out.append((bm, bn, bk, warps, stages))
     return out

@@ -7,13 +7,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study import sweep
+from study import arch, sweep
+from study.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_space_covers_the_ranges_a_tuner_should_try():
-    space = sweep.space()
+    space = sweep.space(arch.get("sm_90").smem_per_block)
     assert len(space) == len(set(space))
     bms = {bm for bm, *_ in space} | {bn for _, bn, *_ in space}
     assert min(bms) == 32 and max(bms) == 256
@@ -79,3 +80,16 @@ def test_recorded_h200_sweep_backs_the_ta_space():
     assert all((int(r.BM), int(r.BN), int(r.num_warps)) in space for r in top.itertuples())
     # unpipelined configurations trail the pipelined ones
     assert ok[ok["num_stages"] == 1]["pct_cublas"].max() < best - 3
+
+
+def test_space_follows_the_shared_memory_of_the_arch():
+    """The depth cut is the arch table's per-block limit: sm_120's 99 KB keeps fewer, all within it."""
+    h200 = sweep.space(arch.get("sm_90").smem_per_block)
+    small = sweep.space(arch.get("sm_120").smem_per_block)
+    assert set(small) < set(h200)
+    assert all((bm + bn) * bk * 4 * max(1, st) <= 99 * 1024 for bm, bn, bk, _, st in small)
+    import torch
+
+    if not torch.cuda.is_available():  # no device: no limit to read, said in one line
+        with pytest.raises(InputError, match="no CUDA device"):
+            sweep.space()
