@@ -1,12 +1,15 @@
-"""Hand-written CUDA SGEMM kernels K1-K6 and their cached JIT build.
+"""Hand-written CUDA SGEMM kernels and their cached JIT build.
 
-One ``.cu`` file per kernel (each compiles standalone with ``nvcc -cubin`` for SASS
-analysis) plus ``bindings.cpp``. :func:`load` builds them into one torch extension the
-first time it is called; importing this package builds nothing and never touches a GPU.
+One ``.cu`` file per kernel (each compiles standalone with ``nvcc -cubin`` for SASS analysis),
+ending in its one ``SGEMM_REGISTER(symbol, BM, BN, BK, THREADS, FLAGS)`` line (``common.cuh``),
+plus ``bindings.cpp``. :func:`load` builds every ``.cu`` here into one torch extension the first
+time it is called; importing this package builds nothing and never touches a GPU.
 
-The extension exposes ``k1 k2 k3 k3c k4 k5 k6(a, b, c, alpha, beta)`` writing
-``c = alpha * a @ b + beta * c`` in place on the current stream; each returns None or a message
-naming what is wrong with its arguments (nothing is thrown across into Python).
+The extension defines one function per registered kernel, named after its symbol
+(``k6_vectorized(a, b, c, alpha, beta)``), writing ``c = alpha * a @ b + beta * c`` in place on
+the current stream; each returns None or a message naming what is wrong with its arguments
+(nothing is thrown across into Python). ``registered()`` lists (symbol, BM, BN, BK, THREADS,
+FLAGS) for every kernel, as the lines state them.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ _extension: ModuleType | None = None
 
 
 def cu_sources() -> list[Path]:
-    """The kernel sources, one ``.cu`` per kernel, sorted by name."""
+    """The kernel sources, one ``.cu`` per kernel, sorted by name: all that the build compiles."""
     return sorted(SOURCE_DIR.glob("*.cu"))
 
 
@@ -56,7 +59,9 @@ def load() -> ModuleType:
         from torch.utils import cpp_extension
 
         major, minor = torch.cuda.get_device_capability()
-        cc = f"{major}{minor}"
+        # 9.0 and later: the arch-specific target ("sm_90a"), which SGEMM_SM90 kernels may need
+        # (setmaxnreg, wgmma); the build is for this device alone either way
+        cc = f"{major}{minor}{'a' if major >= 9 else ''}"
         start = time.perf_counter()
         ext = cpp_extension.load(
             name=EXTENSION_NAME,

@@ -1,6 +1,10 @@
 // Python bindings for the SGEMM study kernels: thin wrappers that check their tensors,
 // launch on the current CUDA stream and check the launch.
 //
+// There is no list of kernels here: each .cu registers itself with one SGEMM_REGISTER line
+// (common.cuh), and the module defines one binding per registered kernel, named after its
+// symbol (`k6_vectorized`), plus `registered()`, the facts those lines state.
+//
 // A failed check is *returned* as a fixed description (None: success) rather than thrown or
 // formatted: on the GPU image a C++ exception, and even a formatted std::string, on the failure
 // path crashed the interpreter, and a bad argument must be a readable error, never a crash.
@@ -14,9 +18,23 @@
 #include <climits>
 #include <cstdint>
 #include <string>
-#include <utility>
+#include <vector>
 
 #include "common.cuh"
+
+// The kernels' SGEMM_REGISTER lines land here while the extension loads: static initialisers
+// of the .cu objects, which all run before the module's init function. A function-local
+// static, so that no order among those initialisers matters.
+static std::vector<SgemmKernelInfo> &sgemm_registry() {
+    static std::vector<SgemmKernelInfo> kernels;
+    return kernels;
+}
+
+int sgemm_register_kernel(const SgemmKernelInfo &info) {
+    std::vector<SgemmKernelInfo> &kernels = sgemm_registry();
+    kernels.push_back(info);
+    return static_cast<int>(kernels.size()) - 1;
+}
 
 namespace {
 
@@ -27,34 +45,7 @@ namespace {
         if (!(cond)) return msg;                 \
     } while (0)
 
-using Launch = void (*)(int, int, int, float, const float *, const float *, float, float *,
-                        cudaStream_t);
-
-struct KernelEntry {
-    const char *name;      // binding name, as in study/kernels.py ("cuda:k3c")
-    const char *symbol;    // kernel name in SASS
-    Launch launch;
-    bool vec4;             // 128-bit loads: N, K multiples of 4, 16-byte aligned pointers
-    bool y_walks_n;        // gridDim.y covers the columns of C (K1), else its rows
-};
-
-#define SGEMM_ENTRY(name, sym, vec4, y_walks_n) \
-    KernelEntry { name, #sym, launch_##sym, vec4, y_walks_n }
-
-const KernelEntry kKernels[] = {
-    SGEMM_ENTRY("k1", k1_naive, false, true),
-    SGEMM_ENTRY("k2", k2_coalesced, false, false),
-    SGEMM_ENTRY("k3", k3_smem_tile, false, false),
-    SGEMM_ENTRY("k3c", k3c_coarsened, false, false),
-    SGEMM_ENTRY("k4", k4_reg_tile_1d, false, false),
-    SGEMM_ENTRY("k5", k5_reg_tile_2d, false, false),
-    SGEMM_ENTRY("k6", k6_vectorized, true, false),
-};
-
-// Every launcher gives each block 32 rows (K1: 32 columns) along gridDim.y, which CUDA caps
-// at 65535 blocks: the largest extent that dimension can cover.
-constexpr int64_t kGridYRows = 32;
-constexpr int64_t kMaxGridY = 65535;
+constexpr int64_t kMaxGridY = 65535;  // CUDA's cap on gridDim.y
 
 const char *check_operand(const at::Tensor &t) {
     REQUIRE(t.is_cuda(), "every tensor must be on a CUDA device");
@@ -75,8 +66,8 @@ bool overlaps(const at::Tensor &x, const at::Tensor &y) {
 
 // c = alpha * a @ b + beta * c, written in place on the current stream; nullptr when it ran,
 // else what is wrong with the arguments (or the launch).
-const char *run(const KernelEntry &k, const at::Tensor &a, const at::Tensor &b, const at::Tensor &c,
-                double alpha, double beta) {
+const char *run(const SgemmKernelInfo &k, const at::Tensor &a, const at::Tensor &b,
+                const at::Tensor &c, double alpha, double beta) {
     for (const at::Tensor *t : {&a, &b, &c}) {
         const char *problem = check_operand(*t);
         if (problem) return problem;
@@ -89,18 +80,27 @@ const char *run(const KernelEntry &k, const at::Tensor &a, const at::Tensor &b, 
     REQUIRE(M >= 1 && N >= 1 && K >= 1, "M, N and K must all be >= 1");
     REQUIRE(!overlaps(c, a) && !overlaps(c, b),
             "c must not share memory with a or b (the kernels read them as __restrict__)");
-    REQUIRE(k.y_walks_n || (M + kGridYRows - 1) / kGridYRows <= kMaxGridY,
-            "M exceeds 2097120: this kernel's grid puts 32 rows of C per block on gridDim.y, "
-            "which CUDA caps at 65535 blocks");
-    REQUIRE(!k.y_walks_n || (N + kGridYRows - 1) / kGridYRows <= kMaxGridY,
-            "N exceeds 2097120: this kernel's grid puts 32 columns of C per block on gridDim.y, "
-            "which CUDA caps at 65535 blocks");
-    if (k.vec4) {
+    // gridDim.y holds cdiv(M, BM) blocks, or cdiv(N, BN) where y walks the columns of C
+    if (k.flags & SGEMM_Y_WALKS_N) {
+        REQUIRE((N + k.bn - 1) / k.bn <= kMaxGridY,
+                "N exceeds what gridDim.y covers: cdiv(N, BN) must be <= 65535");
+    } else {
+        REQUIRE((M + k.bm - 1) / k.bm <= kMaxGridY,
+                "M exceeds what gridDim.y covers: cdiv(M, BM) must be <= 65535");
+    }
+    if (k.flags & SGEMM_VEC4) {
         REQUIRE(N % 4 == 0 && K % 4 == 0, "N and K must be multiples of 4 (128-bit loads)");
         for (const at::Tensor *t : {&a, &b, &c}) {
             REQUIRE(reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 == 0,
                     "a, b and c must be 16-byte aligned (128-bit loads)");
         }
+    }
+    if (k.flags & SGEMM_SM90) {
+        int major = 0;
+        REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                       a.get_device()) == cudaSuccess,
+                "could not read the device's compute capability");
+        REQUIRE(major >= 9, "this kernel needs compute capability 9.0 or newer (SGEMM_SM90)");
     }
 
     const c10::cuda::CUDAGuard guard(a.device());
@@ -116,16 +116,26 @@ const char *run(const KernelEntry &k, const at::Tensor &a, const at::Tensor &b, 
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.doc() = "SGEMM study kernels: c = alpha * a @ b + beta * c (float32, row-major)";
-    for (const auto &k : kKernels) {
-        const KernelEntry *entry = &k;
+    for (const SgemmKernelInfo &k : sgemm_registry()) {
         m.def(
-            k.name,
-            [entry](const at::Tensor &a, const at::Tensor &b, const at::Tensor &c, double alpha,
-                    double beta) { return run(*entry, a, b, c, alpha, beta); },
+            k.symbol,
+            [k](const at::Tensor &a, const at::Tensor &b, const at::Tensor &c, double alpha,
+                double beta) { return run(k, a, b, c, alpha, beta); },
             (std::string("c = alpha * a @ b + beta * c with ") + k.symbol +
              ", in place on the current CUDA stream; returns None, or what is wrong")
                 .c_str(),
             py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha") = 1.0,
             py::arg("beta") = 0.0);
     }
+    m.def(
+        "registered",
+        []() {
+            py::list facts;
+            for (const SgemmKernelInfo &k : sgemm_registry()) {
+                facts.append(py::make_tuple(k.symbol, k.bm, k.bn, k.bk, k.threads, k.flags));
+            }
+            return facts;
+        },
+        "(symbol, BM, BN, BK, THREADS, FLAGS) of every kernel as its SGEMM_REGISTER line states "
+        "them, in registration order");
 }

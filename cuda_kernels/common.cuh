@@ -1,8 +1,8 @@
 // Shared declarations for the SGEMM study kernels.
 //
 // Every kernel computes C = alpha * A @ B + beta * C on row-major matrices
-// (A is M x K, B is K x N, C is M x N). Each .cu file holds one kernel and its host
-// launcher.
+// (A is M x K, B is K x N, C is M x N). Each .cu file holds one kernel, its host launcher
+// and one SGEMM_REGISTER line: nothing else lists the kernels.
 // Only CUDA headers here: every .cu must compile standalone with `nvcc -cubin`.
 #pragma once
 
@@ -12,18 +12,40 @@
     int M, int N, int K, float alpha, const float *__restrict__ A,                 \
         const float *__restrict__ B, float beta, float *__restrict__ C
 
-// Host side of one kernel: launch it on `stream`.
-#define SGEMM_DECLARE(sym)                                                         \
-    void launch_##sym(int M, int N, int K, float alpha, const float *A,            \
-                      const float *B, float beta, float *C, cudaStream_t stream);
+// What a kernel needs of its operands and of the device; SGEMM_REGISTER's FLAGS is an OR of these.
+#define SGEMM_PLAIN 0      // any shape, any float32 pointers
+#define SGEMM_VEC4 1       // N and K multiples of 4, 16-byte aligned pointers: 128-bit loads
+#define SGEMM_Y_WALKS_N 2  // gridDim.y walks the columns of C (K1), not its rows
+#define SGEMM_SM90 4       // needs compute capability >= 9.0 (TMA, clusters, setmaxnreg)
 
-SGEMM_DECLARE(k1_naive)
-SGEMM_DECLARE(k2_coalesced)
-SGEMM_DECLARE(k3_smem_tile)
-SGEMM_DECLARE(k3c_coarsened)
-SGEMM_DECLARE(k4_reg_tile_1d)
-SGEMM_DECLARE(k5_reg_tile_2d)
-SGEMM_DECLARE(k6_vectorized)
+// A kernel's host launcher, `void launch_<symbol>(...)`, written in the kernel's own .cu.
+typedef void (*SgemmLaunch)(int M, int N, int K, float alpha, const float *A, const float *B,
+                            float beta, float *C, cudaStream_t stream);
+
+// One kernel as the bindings see it: the facts its SGEMM_REGISTER line states.
+struct SgemmKernelInfo {
+    const char *symbol;  // the extern "C" __global__ name, as in SASS; also the binding's name
+    SgemmLaunch launch;
+    int bm, bn;          // rows x columns of C one block computes
+    int bk;              // K-tile staged in shared memory; 0 when there is none (K1, K2)
+    int threads;         // threads per block
+    int flags;           // SGEMM_PLAIN | SGEMM_VEC4 | SGEMM_Y_WALKS_N | SGEMM_SM90
+};
+
+// Adds a kernel to the list the bindings iterate (defined in bindings.cpp); returns its index.
+int sgemm_register_kernel(const SgemmKernelInfo &info);
+
+// SGEMM_REGISTER(symbol, BM, BN, BK, THREADS, FLAGS): once at the end of each .cu, after
+// launch_<symbol>. study/kernels.py reads the same line (through the file's #defines), so this
+// line is the only place these facts are written. Host pass: a static registration that runs
+// when the extension loads. Device pass and `nvcc -cubin`: nothing.
+#ifndef __CUDA_ARCH__
+#define SGEMM_REGISTER(sym, bm, bn, bk, threads, flags)                                  \
+    [[maybe_unused]] static const int sgemm_registered_##sym = sgemm_register_kernel(    \
+        SgemmKernelInfo{#sym, launch_##sym, (bm), (bn), (bk), (threads), (flags)});
+#else
+#define SGEMM_REGISTER(sym, bm, bn, bk, threads, flags)
+#endif
 
 static inline int sgemm_cdiv(int a, int b) { return (a + b - 1) / b; }
 

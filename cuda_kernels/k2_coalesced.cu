@@ -21,3 +21,4 @@ void launch_k2_coalesced(int M, int N, int K, float alpha, const float *A, const
     k2_coalesced<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
+SGEMM_REGISTER(k2_coalesced, 32, 32, 0, 32 * 32, SGEMM_PLAIN)

@@ -37,3 +37,4 @@ void launch_k3_smem_tile(int M, int N, int K, float alpha, const float *A, const
     k3_smem_tile<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
+SGEMM_REGISTER(k3_smem_tile, K3_TILE, K3_TILE, K3_TILE, K3_TILE * K3_TILE, SGEMM_PLAIN)

@@ -54,3 +54,5 @@ void launch_k3c_coarsened(int M, int N, int K, float alpha, const float *A, cons
     k3c_coarsened<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
+SGEMM_REGISTER(k3c_coarsened, K3C_TILE, K3C_TILE * K3C_COARSE, K3C_TILE, K3C_TILE * K3C_TILE,
+               SGEMM_PLAIN)

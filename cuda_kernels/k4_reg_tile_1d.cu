@@ -61,3 +61,4 @@ void launch_k4_reg_tile_1d(int M, int N, int K, float alpha, const float *A, con
     k4_reg_tile_1d<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
+SGEMM_REGISTER(k4_reg_tile_1d, K4_BM, K4_BN, K4_BK, K4_BN * K4_ROWS, SGEMM_PLAIN)

@@ -77,3 +77,4 @@ void launch_k5_reg_tile_2d(int M, int N, int K, float alpha, const float *A, con
     k5_reg_tile_2d<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
+SGEMM_REGISTER(k5_reg_tile_2d, K5_BM, K5_BN, K5_BK, K5_THREADS, SGEMM_PLAIN)

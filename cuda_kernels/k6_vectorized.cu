@@ -101,3 +101,4 @@ void launch_k6_vectorized(int M, int N, int K, float alpha, const float *A, cons
     k6_vectorized<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C);
 }
 
+SGEMM_REGISTER(k6_vectorized, K6_BM, K6_BN, K6_BK, K6_THREADS, SGEMM_VEC4)

@@ -1,22 +1,32 @@
 """The one registry of kernels.
 
 Every other module reads kernel ids, tiles, constraints and counted ledger inputs from here
-and nowhere else. Launchers are resolved lazily: importing this module builds nothing,
-compiles nothing and never touches a GPU.
+and nowhere else, and picks kernels with the selection functions at the end (``last_rung``,
+``headline_kernels``, ...) rather than by id. A CUDA kernel's entry gives only what its ``.cu``
+does not say: its symbol, block tile, threads per block and operand needs are read from the
+file's one ``SGEMM_REGISTER(symbol, BM, BN, BK, THREADS, FLAGS)`` line (through the file's
+``#define``s) the first time they are asked for. Importing this module reads no file, builds
+nothing, compiles nothing and never touches a GPU; launchers are resolved on first use.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from study.errors import InputError
 
+REPO = Path(__file__).resolve().parent.parent
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, kw_only=True)
 class Counted:
-    """Per-thread counts read off a kernel's source (STUDY.md §3, steps 1-4).
+    """Per-thread counts read off a kernel's source, given by keyword (eight bare numbers in a
+    row are too easy to misplace).
 
     A *k-step* is one iteration of the innermost loop over k; a *phase* is one K-tile
     (``phase_k`` values of k: 32 for the tiled kernels, 1 for K1/K2 which have no tiles).
@@ -35,24 +45,311 @@ class Counted:
     req_per_fma: float | None = None  # request ledger (K1/K2 only): transactions per FMA
 
 
+# ---------------------------------------------------------------------------------------------
+# What a CUDA kernel's .cu states: its SGEMM_REGISTER line, read through its #defines
+
+REGISTER_MACRO = "SGEMM_REGISTER"
+FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90")  # the bits, #defined in common.cuh
+
+# comments out, string and character literals kept (a "//" inside a string is no comment)
+_LEXEMES = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(?)(.*)$", re.M)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+_REGISTER = re.compile(rf"\b{REGISTER_MACRO}\b")
+_TOKEN = re.compile(r"\s*(?:(\d[\w.]*)|([A-Za-z_]\w*)|(\S))")  # number, name, other
+_INT = re.compile(r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)[uUlL]*")
+_OPS = "+-*/%|()"
+
+
+def _code(text: str) -> str:
+    """``text`` as the preprocessor reads it: comments out, continuation lines joined."""
+    text = _LEXEMES.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else " ", text)
+    return re.sub(r"\\\r?\n", " ", text)
+
+
+def _tokens(expr: str, what: str) -> list[str]:
+    out: list[str] = []
+    for number, name, other in _TOKEN.findall(expr):
+        if other and other not in _OPS:
+            raise InputError(f"{what}: {expr.strip()!r} is not an integer expression (at {other!r})")
+        out.append(number or name or other)
+    if not out:
+        raise InputError(f"{what}: empty expression")
+    return out
+
+
+def _int(tok: str, what: str) -> int:
+    m = _INT.fullmatch(tok)
+    if not m:
+        raise InputError(f"{what}: {tok!r} is not an integer literal")
+    digits = m.group(1)
+    return int(digits, 16 if digits[:2] in ("0x", "0X") else 8 if digits[0] == "0" else 10)
+
+
+def evaluate(expr: str, defines: Mapping[str, str], what: str = "expression") -> int:
+    """The value of a C integer constant expression: integer literals, names from ``defines``
+    (name -> replacement text of an object-like ``#define``, evaluated in turn), ``+ - * / %``,
+    ``|``, unary ``-``/``+`` and parentheses, with C's precedence; ``/`` and ``%`` truncate toward
+    zero as in C. Anything else is an InputError that starts with ``what``; nothing reaches
+    ``eval``."""
+
+    def value(text: str, stack: tuple[str, ...]) -> int:
+        toks = _tokens(text, what)
+        pos = 0
+
+        def peek() -> str | None:
+            return toks[pos] if pos < len(toks) else None
+
+        def take() -> str:
+            nonlocal pos
+            if pos >= len(toks):
+                raise InputError(f"{what}: {text.strip()!r} ends too early")
+            pos += 1
+            return toks[pos - 1]
+
+        def atom() -> int:
+            tok = take()
+            if tok[0].isdigit():
+                return _int(tok, what)
+            if tok[0].isalpha() or tok[0] == "_":
+                if tok in stack:
+                    raise InputError(f"{what}: #define {tok} refers to itself ({' -> '.join([*stack, tok])})")
+                if tok not in defines:
+                    raise InputError(f"{what}: {tok} is not a #define of the file or of what it includes")
+                return value(defines[tok], (*stack, tok))
+            if tok == "(":
+                v = either()
+                if take() != ")":
+                    raise InputError(f"{what}: unbalanced parentheses in {text.strip()!r}")
+                return v
+            if tok in "+-":
+                v = atom()
+                return -v if tok == "-" else v
+            raise InputError(f"{what}: unexpected {tok!r} in {text.strip()!r}")
+
+        def product() -> int:
+            v = atom()
+            while peek() in ("*", "/", "%"):
+                op, w = take(), atom()
+                if op == "*":
+                    v *= w
+                    continue
+                if w == 0:
+                    raise InputError(f"{what}: division by zero in {text.strip()!r}")
+                q = abs(v) // abs(w) * (1 if (v < 0) == (w < 0) else -1)  # C truncates toward 0
+                v = q if op == "/" else v - q * w
+            return v
+
+        def total() -> int:
+            v = product()
+            while peek() in ("+", "-"):
+                op, w = take(), product()
+                v = v + w if op == "+" else v - w
+            return v
+
+        def either() -> int:
+            v = total()
+            while peek() == "|":
+                take()
+                v |= total()
+            return v
+
+        v = either()
+        if pos != len(toks):
+            raise InputError(f"{what}: unexpected {toks[pos]!r} in {text.strip()!r}")
+        return v
+
+    return value(expr, ())
+
+
+def _defines(path: Path, seen: set[Path] | None = None) -> dict[str, str]:
+    """Object-like ``#define NAME text`` of ``path`` and of the local files it ``#include "..."``s
+    (recursively); the file's own definitions win."""
+    seen = set() if seen is None else seen
+    path = path.resolve()
+    if path in seen or not path.is_file():
+        return {}
+    seen.add(path)
+    code = _code(path.read_text(errors="replace"))
+    out: dict[str, str] = {}
+    for name in _INCLUDE.findall(code):
+        out.update(_defines(path.parent / name, seen))
+    for name, paren, body in _DEFINE.findall(code):
+        if not paren:  # NAME(...) is a function-like macro: not a constant
+            out[name] = body.strip()
+    return out
+
+
+def _call_arguments(code: str, start: int, what: str) -> list[str]:
+    """The comma-separated arguments of the call whose ``(`` is at or after ``start``."""
+    open_at = code.find("(", start)
+    if open_at < 0 or code[start:open_at].strip():
+        raise InputError(f"{what}: {REGISTER_MACRO} is not followed by its arguments")
+    depth, args, here = 0, [], open_at + 1
+    for i in range(open_at, len(code)):
+        c = code[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                args.append(code[here:i].strip())
+                return args
+        elif c == "," and depth == 1:
+            args.append(code[here:i].strip())
+            here = i + 1
+    raise InputError(f"{what}: {REGISTER_MACRO}( is never closed")
+
+
+@dataclass(frozen=True)
+class Registration:
+    """The facts a ``.cu`` states in its ``SGEMM_REGISTER(symbol, BM, BN, BK, THREADS, FLAGS)``
+    line: what the bindings register (``cuda_kernels`` ``registered()`` lists the same tuple)."""
+
+    source: str
+    symbol: str  # the extern "C" __global__ name: SASS symbol and binding name
+    bm: int  # rows of C per block
+    bn: int  # columns of C per block
+    bk: int  # K-tile staged in shared memory; 0: none (K1, K2)
+    threads: int  # threads per block
+    flags: int  # OR of the SGEMM_* bits
+    bits: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def has(self, flag: str) -> bool:
+        """Whether FLAGS holds ``flag`` ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90")."""
+        return bool(self.flags & self.bits[flag])
+
+    @property
+    def facts(self) -> tuple[str, int, int, int, int, int]:
+        """(symbol, BM, BN, BK, THREADS, FLAGS), as the extension's ``registered()`` gives them."""
+        return (self.symbol, self.bm, self.bn, self.bk, self.threads, self.flags)
+
+    @property
+    def tile(self) -> tuple[int, int, int] | None:
+        return (self.bm, self.bn, self.bk) if self.bk else None
+
+    @property
+    def multiple_of(self) -> tuple[int, int, int]:
+        return (1, 4, 4) if self.has("SGEMM_VEC4") else (1, 1, 1)
+
+    @property
+    def needs_sm90(self) -> bool:
+        return self.has("SGEMM_SM90")
+
+    @property
+    def y_walks_n(self) -> bool:
+        return self.has("SGEMM_Y_WALKS_N")
+
+    @property
+    def target(self) -> str:
+        return f"cuda:{self.symbol}"
+
+
+def registration(source: str | Path) -> Registration:
+    """The ``SGEMM_REGISTER`` line of a ``.cu`` (a path relative to the repository root, or
+    absolute), its arguments evaluated through the file's ``#define``s; read once per file.
+    A file without exactly one such line, or with arguments that are not integer constants,
+    is an InputError naming the file."""
+    path = Path(source)
+    return _registration(path if path.is_absolute() else REPO / path, str(source))
+
+
+@functools.cache
+def _registration(path: Path, name: str) -> Registration:
+    if not path.is_file():
+        raise InputError(f"{name}: no such file (a CUDA kernel's source must exist)")
+    # string literals emptied: a mention of the macro inside one is no use of it
+    code = _STRING.sub('""', _code(path.read_text(errors="replace")))
+    # uses of the macro, not its mention in a directive (#define, #ifdef, ...)
+    calls = [m for m in _REGISTER.finditer(code)
+             if not code[code.rfind("\n", 0, m.start()) + 1:m.start()].lstrip().startswith("#")]
+    if len(calls) != 1:
+        raise InputError(
+            f"{name}: {len(calls)} {REGISTER_MACRO} lines; a CUDA kernel's .cu needs exactly one, "
+            f"{REGISTER_MACRO}(symbol, BM, BN, BK, THREADS, FLAGS), after its launcher")
+    args = _call_arguments(code, calls[0].end(), name)
+    if len(args) != 6:
+        raise InputError(f"{name}: {REGISTER_MACRO} takes 6 arguments "
+                         f"(symbol, BM, BN, BK, THREADS, FLAGS); got {len(args)}")
+    symbol = args[0]
+    if not re.fullmatch(r"[A-Za-z_]\w*", symbol):
+        raise InputError(f"{name}: {REGISTER_MACRO}'s first argument must be the kernel's name; "
+                         f"got {symbol!r}")
+    defines = _defines(path)
+    values = [evaluate(a, defines, f"{name}: {REGISTER_MACRO} {label}")
+              for a, label in zip(args[1:], ("BM", "BN", "BK", "THREADS", "FLAGS"))]
+    bits = {f: evaluate(f, defines, f"{name}: flag {f} (common.cuh)") for f in FLAG_NAMES}
+    bm, bn, bk, threads, flags = values
+    if min(bm, bn, threads) < 1 or bk < 0:
+        raise InputError(f"{name}: {REGISTER_MACRO} needs BM, BN, THREADS >= 1 and BK >= 0; "
+                         f"got {bm}, {bn}, {bk}, {threads}")
+    known = functools.reduce(int.__or__, bits.values(), 0)
+    if flags < 0 or flags & ~known:
+        raise InputError(f"{name}: FLAGS = {flags} holds bits that no SGEMM_* flag names")
+    return Registration(str(name), symbol, bm, bn, bk, threads, flags, bits)
+
+
+class _FromSource:
+    """A Kernel field that a CUDA kernel's ``.cu`` states. Given in the entry, it is that value;
+    left out, it is read from the file's ``SGEMM_REGISTER`` line on first access (cuBLAS and
+    Triton kernels, which have no such line, keep ``default``). Not compared or hashed, so that
+    comparing kernels never reads a file."""
+
+    def __init__(self, default=None):
+        self.default = default
+
+    def __set_name__(self, owner, name):
+        self.name, self.slot = name, f"_given_{name}"
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__.get(self.slot)
+        if value is not None:
+            return value
+        reg = obj.registration
+        return getattr(reg, self.name) if reg is not None else self.default
+
+    def __set__(self, obj, value):  # the dataclass __init__ (frozen: nothing else sets it)
+        obj.__dict__[self.slot] = None if value is self else value
+
+
+def _from_source(default=None):
+    return field(default=_FromSource(default), compare=False)
+
+
 @dataclass(frozen=True)
 class Kernel:
+    """One kernel of the study. For a CUDA kernel, ``symbol``, ``tile``, ``threads``,
+    ``multiple_of``, ``needs_sm90`` and ``target`` come from its ``.cu`` (``registration``)
+    unless the entry gives them; Triton kernels and cuBLAS give theirs."""
+
     id: str
     impl: str  # "cublas" | "cuda" | "triton"
     idea: str
-    target: str  # "module:attr" resolved lazily to the launcher, or "cuda:<binding>"
-    threads: int | None = None  # threads per block (CUDA) / num_warps*32 (Triton)
-    tile: tuple[int, int, int] | None = None  # block tile BM, BN, BK
+    target: str | None = _from_source()  # "module:attr" of the launcher, or "cuda:<symbol>"
+    threads: int | None = _from_source()  # threads per block (CUDA) / num_warps*32 (Triton)
+    tile: tuple[int, int, int] | None = _from_source()  # block tile BM, BN, BK; None: no K-tile
     counted: Counted | None = None
     source: str | None = None  # file that holds the kernel, relative to the repo root
-    symbol: str | None = None  # kernel function name as it appears in SASS
+    symbol: str | None = _from_source()  # kernel function name as it appears in SASS
     twin: str | None = None  # the CUDA kernel a Triton kernel mirrors
     num_stages: int | None = None  # Triton software-pipelining depth
-    multiple_of: tuple[int, int, int] = (1, 1, 1)  # alignment needed on (M, N, K)
+    multiple_of: tuple[int, int, int] = _from_source((1, 1, 1))  # alignment needed on (M, N, K)
     calibrates: str | None = None  # "ldg" or "lds": role in the exact price calibration
     tuned: str | None = None  # "module:attr" of best_config(M, N, K) for an autotuned kernel
     notes: str = ""
     options: dict = field(default_factory=dict, hash=False, compare=False)
+    needs_sm90: bool = _from_source(False)  # compute capability >= 9.0 (TMA, clusters, ...)
+
+    @property
+    def registration(self) -> Registration | None:
+        """What this CUDA kernel's ``.cu`` states in its ``SGEMM_REGISTER`` line (read on first
+        use, once per file); None for kernels without a ``.cu``."""
+        if self.impl != "cuda" or not self.source or not self.source.endswith(".cu"):
+            return None
+        return registration(self.source)
 
     @property
     def launcher(self) -> Callable:
@@ -134,6 +431,13 @@ def check_cuda_operands(k: Kernel, a, b, out) -> None:
         raise ValueError(err)
     if k.multiple_of != (1, 1, 1) and any(t.data_ptr() % 16 for t in (a, b, out)):
         raise ValueError(f"{k.id} needs 16-byte aligned a, b and out (128-bit loads)")
+    if k.needs_sm90:
+        import torch
+
+        major, minor = torch.cuda.get_device_capability(a.device)
+        if major < 9:
+            raise ValueError(f"{k.id} ({k.symbol}) needs compute capability 9.0 or newer; "
+                             f"{a.device} has {major}.{minor}")
 
 
 def _t(bm, bn, bk=32):
@@ -145,49 +449,51 @@ KERNELS: tuple[Kernel, ...] = (
         "K0", "cublas", "cuBLAS FP32 through torch.matmul, TF32 off",
         target="study.baseline:cublas_matmul",
     ),
+    # CUDA kernels, in ladder order: symbol, tile, threads and operand needs are in each .cu's
+    # SGEMM_REGISTER line (the binding is "cuda:<symbol>").
     Kernel(
         "K1", "cuda", "naive; row from threadIdx.x (uncoalesced)",
-        target="cuda:k1", threads=1024, tile=None, source="cuda_kernels/k1_naive.cu",
-        symbol="k1_naive",
-        counted=Counted(0, 0, 1, 2, 2, 1, 1, 1, req_per_fma=33),
+        source="cuda_kernels/k1_naive.cu",
+        counted=Counted(lds_dist=0, lds_bcast=0, fma_per_k=1, ldg_per_phase=2, elems_per_phase=2,
+                        fma_per_phase=1, outputs=1, phase_k=1, req_per_fma=33),
     ),
     Kernel(
         "K2", "cuda", "naive; column from threadIdx.x (coalesced)",
-        target="cuda:k2", threads=1024, tile=None, source="cuda_kernels/k2_coalesced.cu",
-        symbol="k2_coalesced", calibrates="ldg",
-        counted=Counted(0, 0, 1, 2, 2, 1, 1, 1, req_per_fma=2),
+        source="cuda_kernels/k2_coalesced.cu", calibrates="ldg",
+        counted=Counted(lds_dist=0, lds_bcast=0, fma_per_k=1, ldg_per_phase=2, elems_per_phase=2,
+                        fma_per_phase=1, outputs=1, phase_k=1, req_per_fma=2),
     ),
     Kernel(
         "K3", "cuda", "shared-memory tiling, TILE = 32",
-        target="cuda:k3", threads=1024, tile=_t(32, 32), source="cuda_kernels/k3_smem_tile.cu",
-        symbol="k3_smem_tile", calibrates="lds",
-        counted=Counted(1, 1, 1, 2, 2, 32, 1, 32),
+        source="cuda_kernels/k3_smem_tile.cu", calibrates="lds",
+        counted=Counted(lds_dist=1, lds_bcast=1, fma_per_k=1, ldg_per_phase=2, elems_per_phase=2,
+                        fma_per_phase=32, outputs=1, phase_k=32),
     ),
     Kernel(
         "K3c", "cuda", "K3 + thread coarsening, COARSE = 4 (one row, 4 tiles across)",
-        target="cuda:k3c", threads=1024, tile=_t(32, 128),
-        source="cuda_kernels/k3c_coarsened.cu", symbol="k3c_coarsened",
-        counted=Counted(1, 1, 1, 5, 5, 128, 4, 32),
+        source="cuda_kernels/k3c_coarsened.cu",
+        counted=Counted(lds_dist=1, lds_bcast=1, fma_per_k=1, ldg_per_phase=5, elems_per_phase=5,
+                        fma_per_phase=128, outputs=4, phase_k=32),
     ),
     Kernel(
         "K4", "cuda", "1-D register tiling: 8 rows of one column per thread",
-        target="cuda:k4", threads=128, tile=_t(32, 32), source="cuda_kernels/k4_reg_tile_1d.cu",
-        symbol="k4_reg_tile_1d", calibrates="lds",
-        counted=Counted(1, 8, 8, 16, 16, 256, 8, 32),
+        source="cuda_kernels/k4_reg_tile_1d.cu", calibrates="lds",
+        counted=Counted(lds_dist=1, lds_bcast=8, fma_per_k=8, ldg_per_phase=16, elems_per_phase=16,
+                        fma_per_phase=256, outputs=8, phase_k=32),
     ),
     Kernel(
         "K5", "cuda", "2-D register tiling: 8 rows x 4 columns per thread",
-        target="cuda:k5", threads=128, tile=_t(32, 128), source="cuda_kernels/k5_reg_tile_2d.cu",
-        symbol="k5_reg_tile_2d",
-        counted=Counted(4, 8, 32, 40, 40, 1024, 32, 32),
+        source="cuda_kernels/k5_reg_tile_2d.cu",
+        counted=Counted(lds_dist=4, lds_bcast=8, fma_per_k=32, ldg_per_phase=40, elems_per_phase=40,
+                        fma_per_phase=1024, outputs=32, phase_k=32),
     ),
     Kernel(
         "K6", "cuda", "K5 with 128-bit (float4) global and shared loads",
-        target="cuda:k6", threads=128, tile=_t(32, 128), source="cuda_kernels/k6_vectorized.cu",
-        symbol="k6_vectorized", multiple_of=(1, 4, 4),
-        counted=Counted(1, 2, 32, 10, 40, 1024, 32, 32, lds_bits=128, ldg_bits=128),
+        source="cuda_kernels/k6_vectorized.cu",
+        counted=Counted(lds_dist=1, lds_bcast=2, fma_per_k=32, ldg_per_phase=10, elems_per_phase=40,
+                        fma_per_phase=1024, outputs=32, phase_k=32, lds_bits=128, ldg_bits=128),
     ),
-    # Triton twins (STUDY.md §6): same block tile and threads per block as their CUDA kernel.
+    # Triton twins: same block tile and threads per block as their CUDA kernel.
     Kernel(
         "T1", "triton", "no on-chip reuse: every output element loads its own A and B values",
         target="triton_kernels.t1_naive:matmul", threads=128, tile=_t(32, 32, 1),
@@ -198,7 +504,8 @@ KERNELS: tuple[Kernel, ...] = (
         # patterns it gets is the compiler's choice (notes). The counts are per output element;
         # Triton gives each of its 128 threads 8 outputs, which leaves every ratio unchanged.
         # Its (32, 32, 1) tile is the launch grid's, not a shared-memory tile.
-        counted=Counted(0, 0, 1, 2, 2, 1, 1, 1),
+        counted=Counted(lds_dist=0, lds_bcast=0, fma_per_k=1, ldg_per_phase=2, elems_per_phase=2,
+                        fma_per_phase=1, outputs=1, phase_k=1),
         notes="Triton has no way to say which thread owns which element: the compiler picks the "
         "mapping, so neither K1's nor K2's can be asked for. On the H200 with Triton 3.6 it picked "
         "K1's: Nsight Compute reads 33.00 32-byte sectors per warp FMA (K1's 32 + 1; K2 reads "
@@ -306,3 +613,58 @@ def twins_of(cuda_kernel_id: str) -> list[Kernel]:
 
 def by_impl(impl: str) -> list[Kernel]:
     return [k for k in KERNELS if k.impl == impl]
+
+
+# ---------------------------------------------------------------------------------------------
+# Selections: what the study and its report pick, by property rather than by id
+
+
+def _unique(kernels) -> list[Kernel]:
+    out: list[Kernel] = []
+    for k in kernels:
+        if all(k is not o for o in out):
+            out.append(k)
+    return out
+
+
+def cuda_ladder() -> list[Kernel]:
+    """The hand-written CUDA kernels, in registry order: the optimisation ladder K1, K2, ..."""
+    return by_impl("cuda")
+
+
+def last_rung(impl: str = "cuda") -> Kernel:
+    """The last kernel of ``impl`` in registry order (for "cuda": the top of the ladder)."""
+    ladder = by_impl(impl)
+    if not ladder:
+        raise InputError(f"the registry holds no {impl!r} kernel; impls: "
+                         + ", ".join(sorted({k.impl for k in KERNELS})))
+    return ladder[-1]
+
+
+def request_ledger_kernels() -> list[Kernel]:
+    """Kernels whose counted ledger has a request count per FMA (``req_per_fma``): the naive pair."""
+    return [k for k in KERNELS if k.counted is not None and k.counted.req_per_fma is not None]
+
+
+def tuned_kernels() -> list[Kernel]:
+    """Autotuned kernels (``tuned`` set), in registry order."""
+    return [k for k in KERNELS if k.tuned]
+
+
+def pipelined_twins(cuda_kernel_id: str) -> list[Kernel]:
+    """The twins of a CUDA kernel (``twins_of``) that are software-pipelined (num_stages > 1)."""
+    return [t for t in twins_of(cuda_kernel_id) if (t.num_stages or 1) > 1]
+
+
+def headline_kernels() -> list[Kernel]:
+    """The kernels the report's headline compares with cuBLAS, in this order: the tuned kernels,
+    the pipelined twins of the last CUDA rung, and that rung itself (always last)."""
+    top = last_rung()
+    return _unique([*tuned_kernels(), *pipelined_twins(top.id), top])
+
+
+def default_profile() -> list[Kernel]:
+    """The kernels profiled when none are named: the request-ledger kernels, the last CUDA rung,
+    its pipelined twins, the tuned kernels and the baseline, each once, in that order."""
+    top = last_rung()
+    return _unique([*request_ledger_kernels(), top, *pipelined_twins(top.id), *tuned_kernels(), BASELINE])
