@@ -13,8 +13,14 @@ SHAPES = [
 ]
 
 
+CUDA = kernels.cuda_ladder()
+# a tiled kernel that takes any shape, and the kernels with 128-bit loads (N, K multiples of 4)
+PLAIN_TILED = next(k for k in CUDA if k.tile and k.multiple_of == (1, 1, 1) and not k.registration.y_walks_n)
+VEC4 = [k for k in CUDA if k.multiple_of != (1, 1, 1)]
+
+
 def shape_for(k, shape):
-    """The shape itself, or the nearest one the kernel accepts (K6: 4097^3 -> 4100^3)."""
+    """The shape itself, or the nearest one the kernel accepts (4097^3 -> 4100^3 for 128-bit loads)."""
     return experiments.shape_for(k, experiments.Point("tests", "t", *shape))
 
 
@@ -29,10 +35,10 @@ def test_kernel_matches_float64(k, shape):
 
 @pytest.mark.gpu
 def test_checker_rejects_a_kernel_that_drops_the_last_k():
-    k3 = kernels.get("K3").launcher
+    launch = PLAIN_TILED.launcher
 
     def wrong(a, b, out):
-        k3(a[:, :-1].contiguous(), b[:-1].contiguous(), out)
+        launch(a[:, :-1].contiguous(), b[:-1].contiguous(), out)
 
     assert bench.check(wrong, 4096, 4096, 4096) > bench.TOLERANCE
     assert bench.check(wrong, 67, 131, 97) > bench.TOLERANCE
@@ -40,28 +46,30 @@ def test_checker_rejects_a_kernel_that_drops_the_last_k():
 
 @pytest.mark.gpu
 def test_checker_rejects_a_kernel_that_skips_the_last_row():
-    k6 = kernels.get("K6").launcher
+    launch = kernels.last_rung().launcher
 
     def wrong(a, b, out):
-        k6(a[:-1].contiguous(), b, out[:-1])
+        launch(a[:-1].contiguous(), b, out[:-1])
 
     assert math.isinf(bench.check(wrong, 68, 128, 64))
 
 
 @pytest.mark.gpu
-def test_k6_refuses_unaligned_shapes_before_launch():
+@pytest.mark.parametrize("k", VEC4, ids=lambda k: k.id)
+def test_vec4_kernels_refuse_unaligned_shapes_before_launch(k):
     import torch
 
     a = torch.randn(64, 4097, device="cuda")
     b = torch.randn(4097, 64, device="cuda")
     out = torch.empty(64, 64, device="cuda")
     with pytest.raises(ValueError, match="multiple of 4"):
-        kernels.get("K6").launcher(a, b, out)
+        k.launcher(a, b, out)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("bad", ["float64", "noncontiguous", "inner"])
-def test_cuda_wrappers_name_the_problem(bad):
+@pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
+def test_cuda_wrappers_name_the_problem(k, bad):
     import torch
 
     a = torch.randn(64, 32, device="cuda")
@@ -74,7 +82,7 @@ def test_cuda_wrappers_name_the_problem(bad):
     else:
         b, match = torch.randn(31, 48, device="cuda"), "inner"
     with pytest.raises(ValueError, match=match):
-        kernels.get("K3").launcher(a, b, out)
+        k.launcher(a, b, out)
 
 
 @pytest.mark.gpu
@@ -87,34 +95,58 @@ def test_baseline_is_plain_fp32():
 
 
 PROBE = """
-import torch, cuda_kernels
+import sys, torch, cuda_kernels
 ext = cuda_kernels.load()
+vec4, plain, plain_bm = getattr(ext, sys.argv[1]), getattr(ext, sys.argv[2]), int(sys.argv[3])
 a = torch.randn(64, 4097, device="cuda"); b = torch.randn(4097, 64, device="cuda")
 c = torch.empty(64, 64, device="cuda")
-print(ext.k6(a, b, c, 1.0, 0.0))
-print(ext.k3(a.double(), b, c, 1.0, 0.0))
+print(vec4(a, b, c, 1.0, 0.0))
+print(plain(a.double(), b, c, 1.0, 0.0))
+M = 65535 * plain_bm + 1  # one row past what gridDim.y covers
+a, b, c_tall = (torch.zeros(M, 1, device="cuda"), torch.zeros(1, 1, device="cuda"),
+                torch.empty(M, 1, device="cuda"))
+print(plain(a, b, c_tall, 1.0, 0.0))
 a, b = torch.randn(64, 32, device="cuda"), torch.randn(32, 64, device="cuda")
-print(repr(ext.k3(a, b, c, 1.0, 0.0)), bool(torch.isfinite(c).all()))
+print(repr(plain(a, b, c, 1.0, 0.0)), bool(torch.isfinite(c).all()))
 """
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(not VEC4, reason="no kernel with 128-bit loads in the registry")
 def test_cpp_host_wrappers_refuse_bad_operands():
     """The C++ wrappers, called directly (in a child process: a crash must not take pytest down),
-    return a message naming the problem, and None after a good launch."""
+    return a fixed message naming the problem, and None after a good launch."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", PROBE], cwd=root, capture_output=True,
-                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+    plain = PLAIN_TILED.registration
+    args = [VEC4[0].symbol, plain.symbol, str(plain.bm)]
+    cmd = [sys.executable, "-X", "faulthandler", "-c", PROBE, *args]
+    r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(root)})
     assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
     lines = r.stdout.strip().splitlines()
     assert "multiples of 4" in lines[0], r.stdout
     assert "float32" in lines[1], r.stdout
-    assert lines[2] == "None True", r.stdout
+    assert lines[2] == "M exceeds what gridDim.y covers: cdiv(M, BM) must be <= 65535", r.stdout
+    assert lines[3] == "None True", r.stdout
+
+
+@pytest.mark.gpu
+def test_extension_registers_what_the_registry_reads():
+    """The extension's SGEMM_REGISTER facts, as C++ evaluated them, are what study.kernels parses
+    from the same lines; every registry CUDA kernel has its binding."""
+    import cuda_kernels
+
+    ext = cuda_kernels.load()
+    got = sorted(tuple(r) for r in ext.registered())
+    assert got == sorted(kernels.registration(p).facts for p in cuda_kernels.cu_sources())
+    for k in CUDA:
+        assert k.registration.facts in got
+        assert callable(getattr(ext, k.symbol)), k.symbol
 
 
 @pytest.mark.gpu
@@ -139,19 +171,16 @@ def test_ta_bk_floor_is_what_the_compiler_accepts():
             launch_tiled(a, b, torch.empty(32, 32, device="cuda"), BM=32, BN=32, BK=8, num_warps=4)
 
 
-CUDA_IDS = [k.id for k in kernels.by_impl("cuda")]
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("kid", CUDA_IDS)
-def test_cuda_kernels_accumulate_into_c_with_beta(kid):
+@pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
+def test_cuda_kernels_accumulate_into_c_with_beta(k):
     """c = alpha * a @ b + beta * c: the epilogue that reads the old C (the study itself uses beta = 0)."""
     import torch
 
     import cuda_kernels
 
-    fn = getattr(cuda_kernels.load(), kernels.get(kid).target.split(":", 1)[1])
-    M, N, K = 67, 132, 96  # odd M; N and K multiples of 4 for K6
+    fn = getattr(cuda_kernels.load(), k.symbol)
+    M, N, K = 67, 132, 96  # odd M; N and K multiples of 4 for 128-bit loads
     a, b = bench.random_inputs(M, N, K, seed=11)
     c0 = torch.randn(M, N, device="cuda", generator=torch.Generator(device="cuda").manual_seed(12))
     c = c0.clone()
@@ -163,12 +192,14 @@ def test_cuda_kernels_accumulate_into_c_with_beta(kid):
 GRID_PROBE = """
 import sys, torch
 from study import bench, kernels
-kid, dim = sys.argv[1], sys.argv[2]
-top = 65535 * 32  # the largest extent gridDim.y can cover at 32 rows (columns) per block
+k = kernels.get(sys.argv[1])
+reg = k.registration
+dim, per_block = ("N", reg.bn) if reg.y_walks_n else ("M", reg.bm)
+top = 65535 * per_block  # the largest extent gridDim.y covers at per_block rows (columns) a block
 for extent in (top + 1, top):
     M, N = (extent, 4) if dim == "M" else (4, extent)
     try:
-        err = bench.check(kernels.get(kid).launcher, M, N, 4, seed=3)
+        err = bench.check(k.launcher, M, N, 4, seed=3)
         print("ok" if err <= bench.TOLERANCE else f"wrong {err:.2e}")
     except ValueError as e:
         print("refused", str(e))
@@ -176,19 +207,19 @@ for extent in (top + 1, top):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kid", CUDA_IDS)
-def test_cuda_grid_y_limit_is_refused_before_launch(kid):
+@pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
+def test_cuda_grid_y_limit_is_refused_before_launch(k):
     """One past what gridDim.y can cover is refused by name; the limit itself computes right."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    dim = "N" if kid == "K1" else "M"  # K1's grid walks rows along x, columns along y
+    dim = "N" if k.registration.y_walks_n else "M"  # K1's grid walks rows along x, columns along y
     root = Path(__file__).resolve().parent.parent
-    r = subprocess.run([sys.executable, "-c", GRID_PROBE, kid, dim], cwd=root, capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", GRID_PROBE, k.id], cwd=root, capture_output=True, text=True,
                        timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
     assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
     over, at = r.stdout.strip().splitlines()
-    assert over.startswith("refused") and f"{dim} exceeds 2097120" in over, over
+    assert over.startswith("refused") and f"{dim} exceeds what gridDim.y covers" in over, over
     assert at == "ok", at
