@@ -53,7 +53,8 @@ def test_the_programming_guide_figures(cc, warps, blocks, smem_sm, smem_block):
     assert (a.smem_per_sm, a.smem_per_block) == (smem_sm * KB, smem_block * KB)
 
 
-@pytest.mark.parametrize("bad", ["sm_52", "sm_88", "sm_70", "5.2", 52, "sm_90a", "compute_90", "", "sm_", None, True])
+@pytest.mark.parametrize("bad", ["sm_52", "sm_88", "sm_70", "5.2", 52, "sm_90a", "compute_90", "", "sm_",
+                                 None, True])
 def test_unknown_arch_is_one_input_error_naming_it(bad):
     with pytest.raises(InputError) as e:
         arch.get(bad)
