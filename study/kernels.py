@@ -314,6 +314,9 @@ class _FromSource:
     def __set__(self, obj, value):  # the dataclass __init__ (frozen: nothing else sets it)
         obj.__dict__[self.slot] = None if value is self else value
 
+    def __repr__(self) -> str:  # the default, as signatures show it
+        return f"<from the .cu, else {self.default!r}>"
+
 
 def _from_source(default=None):
     return field(default=_FromSource(default), compare=False)
@@ -493,6 +496,31 @@ KERNELS: tuple[Kernel, ...] = (
         counted=Counted(lds_dist=1, lds_bcast=2, fma_per_k=32, ldg_per_phase=10, elems_per_phase=40,
                         fma_per_phase=1024, outputs=32, phase_k=32, lds_bits=128, ldg_bits=128),
     ),
+    # The ladder past K6: each rung one idea over the one before.
+    Kernel(
+        "K7", "cuda", "more outputs per thread: 128x128x8 block tile, 8x8 outputs per thread, 256 threads",
+        source="cuda_kernels/k7_block_tile_8x8.cu",
+        counted=Counted(lds_dist=2, lds_bcast=2, fma_per_k=64, ldg_per_phase=2, elems_per_phase=8,
+                        fma_per_phase=512, outputs=64, phase_k=8, lds_bits=128, ldg_bits=128),
+    ),
+    Kernel(
+        "K8", "cuda", "K7 + warp tiling: 32x64 warp tiles of 4x4 sub-blocks, conflict-free LDS.128",
+        source="cuda_kernels/k8_warp_tile.cu",
+        counted=Counted(lds_dist=2, lds_bcast=2, fma_per_k=64, ldg_per_phase=2, elems_per_phase=8,
+                        fma_per_phase=512, outputs=64, phase_k=8, lds_bits=128, ldg_bits=128),
+    ),
+    Kernel(
+        "K9", "cuda", "K8 + double buffering: two shared stages, register prefetch, one barrier per phase",
+        source="cuda_kernels/k9_double_buffer.cu",
+        counted=Counted(lds_dist=2, lds_bcast=2, fma_per_k=64, ldg_per_phase=2, elems_per_phase=8,
+                        fma_per_phase=512, outputs=64, phase_k=8, lds_bits=128, ldg_bits=128),
+    ),
+    Kernel(
+        "K10", "cuda", "the tuned rung: K9's scheme at 256x128x8, 16x8 outputs per thread, 64x64 warp tiles",
+        source="cuda_kernels/k10_tuned.cu",
+        counted=Counted(lds_dist=2, lds_bcast=4, fma_per_k=128, ldg_per_phase=3, elems_per_phase=12,
+                        fma_per_phase=1024, outputs=128, phase_k=8, lds_bits=128, ldg_bits=128),
+    ),
     # Triton twins: same block tile and threads per block as their CUDA kernel.
     Kernel(
         "T1", "triton", "no on-chip reuse: every output element loads its own A and B values",
@@ -664,7 +692,9 @@ def headline_kernels() -> list[Kernel]:
 
 
 def default_profile() -> list[Kernel]:
-    """The kernels profiled when none are named: the request-ledger kernels, the last CUDA rung,
-    its pipelined twins, the tuned kernels and the baseline, each once, in that order."""
-    top = last_rung()
-    return _unique([*request_ledger_kernels(), top, *pipelined_twins(top.id), *tuned_kernels(), BASELINE])
+    """The kernels profiled when none are named: every CUDA rung (the request-ledger kernels
+    first), the pipelined twins of every rung that has them, the tuned kernels and the baseline,
+    each once, in that order."""
+    ladder = cuda_ladder()
+    twins = [t for c in ladder for t in pipelined_twins(c.id)]
+    return _unique([*request_ledger_kernels(), *ladder, *twins, *tuned_kernels(), BASELINE])
