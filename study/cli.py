@@ -35,8 +35,9 @@ def main(body: Callable[[], int]) -> int:
     """Run a CLI body: InputError -> ``error: <one line>`` and exit 2."""
     try:
         return body()
-    except InputError as e:
-        print(f"error: {first_line(e)}", file=sys.stderr)
+    except InputError as e:  # the message alone: the type adds nothing to a line of bad input
+        text = str(e).strip()
+        print(f"error: {text.splitlines()[0] if text else 'bad input'}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -61,7 +62,7 @@ def positive_float(text, what: str) -> float:
     except (TypeError, ValueError):
         raise InputError(f"{what} must be a positive number; got {text!r}") from None
     if not (math.isfinite(v) and v > 0):
-        raise InputError(f"{what} must be a positive number; got {text}")
+        raise InputError(f"{what} must be a positive number; got {v}")
     return v
 
 

@@ -1,4 +1,4 @@
-"""GPU constants (STUDY.md §4) and the NVML clock sampler.
+"""GPU constants (`docs/method.md#gpu`) and the NVML clock sampler.
 
 Everything here is read from the device or from a JSON file written from the device; no GPU is
 hard-coded. The three formulas below (FP32 peak, DRAM peak, cadence floor) are the only
@@ -94,8 +94,16 @@ class GPU:
                 if values[key] != int(values[key]):
                     raise InputError(f"{where}: key {key!r} must be a whole number, got {data[key]!r}")
                 values[key] = int(values[key])
-        if data.get("cc") is not None:
-            values["cc"] = str(data["cc"])
+        if data.get("cc") is not None:  # a capability the arch table does not know is refused, not kept
+            cc = data["cc"]
+            if isinstance(cc, bool) or not isinstance(cc, (str, int, float)):
+                raise InputError(f"{where}: key 'cc' must be a compute capability such as \"9.0\", "
+                                 f"got {cc!r}")
+            try:
+                arch.fp32_lanes(str(cc))
+            except InputError as e:
+                raise InputError(f"{where}: key 'cc': {e}") from None
+            values["cc"] = str(cc)
         return cls(**values)
 
     @classmethod

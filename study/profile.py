@@ -27,7 +27,6 @@ from study.errors import InputError
 from study.run import say
 from study.toolchain.tools import find_ncu, ncu_version
 
-DEFAULT_KERNELS = "K1,K2,K6,T5p,TA,K0"
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
 METRICS = (
@@ -161,25 +160,34 @@ def profile(chosen, shape, out: Path, ncu: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from study import kernels
-    from study.run import REPO, _Parser, output_dir, parse_shape
+    from study import cli, kernels
+    from study.run import REPO
+    from study.rundir import RunDir
 
-    p = _Parser(prog="python -m study.profile", description=__doc__.split("\n\n")[0])
-    p.add_argument("--kernels", default=DEFAULT_KERNELS,
-                   help=f"comma-separated ids (default {DEFAULT_KERNELS})")
+    p = cli.Parser(prog="python -m study.profile", description=__doc__.split("\n\n")[0])
+    default = ",".join(k.id for k in kernels.default_profile())
+    p.add_argument("--kernels", default=default, help=f"comma-separated ids (default {default})")
     p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
     p.add_argument("--out", default=str(REPO / "reports"), help="output directory (default reports/)")
-    p.add_argument("--child", help="(internal) profile this kernel in this process")
-    try:
+    p.add_argument("--child", help=cli.HIDDEN)  # internal: profile this kernel in this process
+
+    def body() -> int:
         args = p.parse_args(argv)
-        shape = parse_shape(args.shape)
-        if args.child:
-            return child(kernels.get(args.child).id, shape)
-        chosen = kernels.select(args.kernels)
+        shape = cli.parse_shape(args.shape)
+        if args.child is not None:
+            k = kernels.get(args.child)
+            import torch
+
+            if not torch.cuda.is_available():
+                raise InputError(f"--child {k.id} launches the kernel under ncu: it needs a CUDA GPU, "
+                                 "and none is visible")
+            return child(k.id, shape)
+        chosen = kernels.select(",".join(cli.nonempty_list(args.kernels, "--kernels", kernels.IDS)))
         for k in chosen:
             err = k.constraint_error(*shape)
             if err:
                 raise InputError(err + " (leave it out with --kernels, or pick another shape)")
+        out = cli.out_dir(args.out)
         ncu = find_ncu()
         if ncu is None:
             raise InputError("ncu (Nsight Compute) is not on PATH nor in $CUDA_HOME/bin: "
@@ -188,11 +196,10 @@ def main(argv: list[str] | None = None) -> int:
 
         if not torch.cuda.is_available():
             raise InputError("hardware counters need a CUDA GPU, and none is visible: measured nothing")
-        out = output_dir(args.out)
-    except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return profile(chosen, shape, out, ncu)
+        RunDir(out).create()
+        return profile(chosen, shape, out, ncu)
+
+    return cli.main(body)
 
 
 if __name__ == "__main__":

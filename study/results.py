@@ -112,13 +112,21 @@ class ResultsFile:
             os.fsync(f.fileno())
 
 
+def read_csv(path: Path) -> pd.DataFrame:
+    """A CSV of a run, numbers read back with the digits they were written with (round trip), so
+    a table derived twice from the same rows is the same bytes."""
+    if int(pd.__version__.split(".")[0]) >= 3:  # round trip is the default parser there
+        return pd.read_csv(path)
+    return pd.read_csv(path, float_precision="round_trip")
+
+
 def read(path: Path, required: list[str] | None = None) -> pd.DataFrame:
     """Read a results CSV; a missing file or column is an InputError naming it."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     try:
-        df = pd.read_csv(path, float_precision="round_trip")  # the digits written are the digits read
+        df = read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
     for c in required or []:

@@ -259,34 +259,39 @@ def run(shape, out: Path, jobs: int, budget_s: float, target_s: float, top: int)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from study.run import _Parser, output_dir, parse_shape
+    from study import cli
+    from study.rundir import RunDir
 
-    p = _Parser(prog="python -m study.sweep", description=__doc__.split("\n\n")[0])
+    p = cli.Parser(prog="python -m study.sweep", description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
-    p.add_argument("--out", required=True, help="output directory (sweep.csv goes there)")
+    # required, checked after parsing: argparse would name a missing --out before an unknown flag
+    p.add_argument("--out", help="output directory (sweep.csv goes there; required)")
     p.add_argument("--jobs", type=int, default=max(1, (multiprocessing.cpu_count() or 2) - 1),
                    help="compile processes")
     p.add_argument("--budget-s", type=float, default=480.0, help="start no new work after this many seconds")
     p.add_argument("--target-s", type=float, default=0.1, help="timed seconds per configuration")
     p.add_argument("--top", type=int, default=8, help="fastest configurations varied in round 2")
-    try:
+
+    def body() -> int:
         args = p.parse_args(argv)
-        shape = parse_shape(args.shape)
+        if args.out is None:
+            raise InputError("--out DIR is required: the directory sweep.csv goes into")
+        shape = cli.parse_shape(args.shape)
         for name in ("jobs", "top"):
             if getattr(args, name) < 1:
                 raise InputError(f"--{name.replace('_', '-')} must be at least 1")
         for name in ("budget_s", "target_s"):
             if not getattr(args, name) > 0:
                 raise InputError(f"--{name.replace('_', '-')} must be a positive number of seconds")
+        out = cli.out_dir(args.out)
         import torch
 
         if not torch.cuda.is_available():
             raise InputError("the sweep measures: it needs a CUDA GPU, and none is visible")
-        out = output_dir(args.out)
-    except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return run(shape, out, args.jobs, args.budget_s, args.target_s, args.top)
+        RunDir(out).create()
+        return run(shape, out, args.jobs, args.budget_s, args.target_s, args.top)
+
+    return cli.main(body)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 from conftest import HAS_CUDA
 
+from study import console, derive, measure, run
 from study import gpu as gpu_mod
-from study import run
 from study.errors import InputError
+from study.rundir import RunDir
 from study.run import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,7 +30,7 @@ def run_cli(*args, cwd=REPO):
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["--kernels", "K9"], ["K9", "known"]),
+        (["--kernels", "K99"], ["K99", "known"]),
         (["--size", "0"], ["positive"]),
         (["--size", "-3"], ["positive"]),
         (["--size", "abc"], ["integer", "abc"]),
@@ -42,7 +43,8 @@ def run_cli(*args, cwd=REPO):
         (["--experiments", ","], ["empty"]),
         (["--size", "64", "--shape", "1,2,3"], ["not allowed"]),
         (["--from-results", "x.csv"], ["--gpu"]),
-        (["--from-results", "x.csv", "--gpu", "g.json"], ["--out", "reference run"]),
+        (["--from-results", "x.csv", "--gpu", "g.json"], ["--from-results", "no such file"]),
+        (["--from-results", str(SEED_TIMES), "--gpu", str(SEED_GPU)], ["--out"]),
         (["--target-s", "0"], ["--target-s", "positive", "0.0"]),
         (["--target-s", "-1"], ["--target-s", "positive"]),
         (["--target-s", "nan"], ["--target-s", "positive"]),
@@ -105,15 +107,14 @@ def test_out_that_is_a_file_is_bad_input(tmp_path, capsys):
     assert "cannot create" in capsys.readouterr().err
 
 
-def test_out_is_created_up_front(tmp_path):
+def test_out_is_checked_but_not_created_by_the_parser(tmp_path):
     out = tmp_path / "new" / "deeper"
-    args = run.resolve_args(["--out", str(out)])
-    assert (out / "data").is_dir() and args.out == str(out)
+    assert run.Plan(["--out", str(out)]).out == out and not out.exists()
 
 
 def test_repeated_kernel_is_measured_once():
-    assert [k.id for k in run.resolve_args(["--kernels", "K3,K3"]).kernel_list] == ["K0", "K3"]
-    assert [k.id for k in run.resolve_args(["--kernels", "K6,K1,K6"]).kernel_list] == ["K0", "K6", "K1"]
+    assert [k.id for k in run.Plan(["--kernels", "K3,K3"]).kernels] == ["K0", "K3"]
+    assert [k.id for k in run.Plan(["--kernels", "K6,K1,K6"]).kernels] == ["K0", "K6", "K1"]
 
 
 def test_unexpected_key_error_is_not_turned_into_bad_input(tmp_path, monkeypatch):
@@ -126,8 +127,8 @@ def test_unexpected_key_error_is_not_turned_into_bad_input(tmp_path, monkeypatch
 
 
 def test_unknown_kernel_is_still_exit_2(capsys):
-    assert main(["--kernels", "K1,K9"]) == 2
-    assert "unknown kernel id 'K9'" in capsys.readouterr().err
+    assert main(["--kernels", "K1,K99"]) == 2
+    assert "unknown kernel id 'K99'" in capsys.readouterr().err
 
 
 # --- device memory ---------------------------------------------------------------------------------
@@ -135,15 +136,15 @@ def test_unknown_kernel_is_still_exit_2(capsys):
 
 def test_footprint_bytes():
     # fp32 A (MxK), B (KxN), C (MxN): 4 bytes each; float64 A, B and reference C: 8 bytes each
-    assert run.footprint_bytes(4096, 4096, 4096) == 12 * 3 * 4096**2 == 603_979_776
-    assert run.footprint_bytes(1, 2, 3) == 4 * (3 + 6 + 2) + 8 * (3 + 6 + 2)
-    assert run.footprint_bytes(32, 18944, 3584) == 12 * (32 * 3584 + 3584 * 18944 + 32 * 18944)
+    assert measure.footprint_bytes(4096, 4096, 4096) == 12 * 3 * 4096**2 == 603_979_776
+    assert measure.footprint_bytes(1, 2, 3) == 4 * (3 + 6 + 2) + 8 * (3 + 6 + 2)
+    assert measure.footprint_bytes(32, 18944, 3584) == 12 * (32 * 3584 + 3584 * 18944 + 32 * 18944)
 
 
 def test_check_fits():
-    run.check_fits((4096, 4096, 4096), 603_979_776)  # exactly enough
+    measure.check_fits((4096, 4096, 4096), 603_979_776)  # exactly enough
     with pytest.raises(InputError, match=r"65536x65536x65536 needs 144.0 GiB.*80.0 GiB are free"):
-        run.check_fits((65536, 65536, 65536), 80 * 2**30)
+        measure.check_fits((65536, 65536, 65536), 80 * 2**30)
 
 
 def test_a_main_shape_too_big_for_the_device_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
@@ -183,7 +184,8 @@ def test_replay_end_to_end(tmp_path, capsys):
     assert [round(mt.at["exact", c], 2) for c in ("p_ldg", "p_dist", "p_bcast")] == [1.94, 2.69, 0.53]
     assert list(pd.read_csv(data / "loo.csv")["kernel"]) == ["K2", "K3", "K3c", "K4", "K5"]
     out = capsys.readouterr()
-    assert "6184.0" in out.out and "model: skipped" not in out.err
+    assert "6184" in out.out and "model: skipped" not in out.err
+    assert (tmp_path / "out" / "REPORT.md").is_file()  # a replay is a full run directory
 
 
 def test_replay_without_a_calibration_kernel_is_exit_2_naming_it(tmp_path, capsys):
@@ -198,9 +200,9 @@ def test_replay_without_a_calibration_kernel_is_exit_2_naming_it(tmp_path, capsy
 
 def test_replay_of_the_tool_s_own_results_with_a_failed_kernel(tmp_path, capsys):
     # results.csv as the tool writes it: a kernel that failed its check has no time
-    rows = pd.read_csv(SEED_TIMES).assign(experiment="main", label="main", config="")
+    rows = pd.read_csv(SEED_TIMES).assign(experiment="main", label="main", config="", rel_err=1.1e-6)
     failed = pd.DataFrame([{"experiment": "main", "label": "main", "kernel": "T1", "M": 4096, "N": 4096,
-                            "K": 4096, "ms": None, "config": ""}])
+                            "K": 4096, "ms": None, "config": "", "rel_err": 0.3}])
     path = tmp_path / "results.csv"
     pd.concat([rows, failed]).to_csv(path, index=False)
     assert replay(tmp_path, path) == 0
@@ -236,7 +238,7 @@ def test_replay_refuses_a_dimension_beyond_32_bits(tmp_path, capsys):
     times.to_csv(path, index=False)
     assert replay(tmp_path, path) == 2
     err = capsys.readouterr().err.strip()
-    assert "M of K3 (row 3)" in err and "2147483647" in err and "np." not in err
+    assert "line 5: M of K3" in err and "2147483647" in err and "np." not in err
 
 
 def test_replay_refuses_a_huge_integer_in_the_gpu_json(tmp_path, capsys):
@@ -249,36 +251,44 @@ def test_replay_refuses_a_huge_integer_in_the_gpu_json(tmp_path, capsys):
 # --- derive: the model's steps run when their kernels were timed --------------------------------------
 
 
+def derive_from(tmp_path, times):
+    """A run directory holding ``times`` and the seed GPU, derived."""
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    times.assign(experiment="main", label="main").to_csv(data / "results.csv", index=False)
+    (data / "gpu.json").write_bytes(SEED_GPU.read_bytes())
+    rd = RunDir(tmp_path)
+    return rd, derive.derive(rd)
+
+
 def seed_ledger_input(kids):
     times = pd.read_csv(SEED_TIMES)
     return times[times["kernel"].isin(kids)]
 
 
 def test_derive_of_a_subset_writes_the_ledgers_and_skips_the_model(tmp_path, capsys):
-    gpu = gpu_mod.GPU.from_json(SEED_GPU)
     data = tmp_path / "data"
     data.mkdir()
-    (data / "loo.csv").write_text("kernel\nK9\n")  # from another run: must not survive
-    table, mtab = run.derive(seed_ledger_input(["K0", "K6"]), gpu, tmp_path, sass_df=None)
+    (data / "loo.csv").write_text("kernel\nK9\n")  # from another derivation: must not survive
+    rd, d = derive_from(tmp_path, seed_ledger_input(["K0", "K6"]))
     led = pd.read_csv(data / "ledgers.csv").set_index("kernel")
     assert round(led.at["K6", "pct_cublas"], 1) == 71.5 and led["predicted_cadence"].isna().all()
-    assert mtab.empty and pd.read_csv(data / "model.csv").empty
+    assert d.model.empty and pd.read_csv(data / "model.csv").empty
     assert not (data / "loo.csv").exists()
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("model: skipped")]
     assert len(lines) == 1 and "exact calibration" in lines[0] and "no time for K2" in lines[0]
-    run.print_tables(table, mtab, gpu, "test")  # prints with no model
+    console.print_tables(rd, d, "test")  # prints with no model
     assert "Unit prices: none" in capsys.readouterr().out
 
 
 def test_derive_runs_each_step_its_kernels_allow(tmp_path, capsys):
-    gpu = gpu_mod.GPU.from_json(SEED_GPU)
-    table, mtab = run.derive(seed_ledger_input(["K0", "K2", "K3", "K4"]), gpu, tmp_path, sass_df=None)
-    assert list(mtab["method"]) == ["exact", "lstsq"]  # three kernels: both price sets ...
+    _, d = derive_from(tmp_path, seed_ledger_input(["K0", "K2", "K3", "K4"]))
+    assert list(d.model["method"]) == ["exact", "lstsq"]  # three kernels: both price sets ...
     assert not (tmp_path / "data" / "loo.csv").exists()  # ... but nothing to leave out
     err = capsys.readouterr().err
     assert [ln for ln in err.splitlines() if ln.startswith("model:")] == [
         next(ln for ln in err.splitlines() if ln.startswith("model: skipped leave-one-out"))]
-    assert table.set_index("kernel")["model_error_pct"].loc[["K2", "K3", "K4"]].abs().max() < 1e-9
+    assert d.ledgers.set_index("kernel")["model_error_pct"].loc[["K2", "K3", "K4"]].abs().max() < 1e-9
 
 
 def test_derive_calibrates_once(tmp_path, monkeypatch):
@@ -287,14 +297,14 @@ def test_derive_calibrates_once(tmp_path, monkeypatch):
     calls = []
     real = model.calibrate_exact
     monkeypatch.setattr(model, "calibrate_exact", lambda *a, **k: calls.append(1) or real(*a, **k))
-    run.derive(pd.read_csv(SEED_TIMES), gpu_mod.GPU.from_json(SEED_GPU), tmp_path, sass_df=None)
+    derive_from(tmp_path, pd.read_csv(SEED_TIMES))
     assert len(calls) == 1
 
 
 def test_with_tile_columns():
     configs = ['{"BM": 64, "BN": 32, "BK": 16}', "{oops", "", None]
     times = pd.DataFrame({"kernel": ["TA"] * 4, "config": configs})
-    t = run.with_tile_columns(times)
+    t = derive.with_tile_columns(times)
     assert (t.at[0, "BM"], t.at[0, "BN"], t.at[0, "BK"]) == (64, 32, 16)
     assert t.loc[1:, ["BM", "BN", "BK"]].isna().all().all()
 
@@ -304,11 +314,11 @@ def test_with_tile_columns():
 
 def test_main_table_ratio_is_triton_gflops_over_cuda_gflops():
     gpu = gpu_mod.GPU.from_json(SEED_GPU)
-    from study.derive import ledgers
+    from study.derive import ledgers, tables
 
     times = pd.DataFrame({"kernel": ["K0", "K3", "T3", "K6", "T5", "T1", "K2"], "M": 4096, "N": 4096,
                           "K": 4096, "ms": [2.4, 22.225, 11.1125, 3.358, 6.716, 25.815, 25.815]})
-    main_ = run.main_table(ledgers.ledger_table(times, gpu)).set_index("kernel")
+    main_ = tables.with_twin_ratio(ledgers.ledger_table(times, gpu)).set_index("kernel")
     assert main_.at["T3", "twin"] == "K3" and main_.at["T3", "triton_over_cuda_gflops"] == pytest.approx(2.0)
     assert main_.at["T5", "twin"] == "K6" and main_.at["T5", "triton_over_cuda_gflops"] == pytest.approx(0.5)
     assert main_.at["T1", "twin"] == "K2" and main_.at["T1", "triton_over_cuda_gflops"] == pytest.approx(1.0)
@@ -320,19 +330,17 @@ def test_main_table_ratio_is_triton_gflops_over_cuda_gflops():
 
 @pytest.mark.skipif(HAS_CUDA, reason="the no-GPU path is only taken where there is no CUDA device")
 @pytest.mark.skipif(not (RECORDED / "results.csv").is_file(), reason="no recorded run in reports/data")
-def test_without_gpu_into_another_dir_renders_the_recorded_run_alone(tmp_path):
+def test_without_gpu_into_a_dir_holding_another_run_is_refused(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     other = REPO / "tests" / "fixtures" / "report"  # another run's files, already in --out
     for name in ("results.csv", "clocks.csv", "gpu.json", "sass.csv"):
         (data / name).write_bytes((other / name).read_bytes())
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     r = run_cli("--no-sass", "--out", str(tmp_path))
-    assert r.returncode == 0, r.stderr
-    assert "Traceback" not in r.stderr
-    assert (tmp_path / "REPORT.md").is_file() and (tmp_path / "REPORT.md").stat().st_size > 0
-    for name in ("results.csv", "clocks.csv", "gpu.json", "sass.csv"):
-        assert (data / name).read_bytes() == (RECORDED / name).read_bytes(), name
-    assert list(pd.read_csv(data / "model.csv")["method"]) == ["exact", "lstsq", "sass"]
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "holds a different run" in r.stderr
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
 def test_the_baseline_message_names_no_kernel_id():
@@ -345,7 +353,7 @@ def test_the_baseline_message_names_no_kernel_id():
 
 
 def test_tuned_configs_come_from_the_main_rows(tmp_path):
-    from study.run import tuned_configs
+    from study.measure import tuned_configs
 
     f = tmp_path / "results.csv"
     f.write_text(
@@ -355,5 +363,6 @@ def test_tuned_configs_come_from_the_main_rows(tmp_path):
         "main,main,K6,64,64,64,1.0,\n"
         'main,main,T5,64,64,64,1.0,"{not json"\n'
     )
-    assert tuned_configs(f) == {"TA": {"BM": 64, "BN": 32, "BK": 32, "num_warps": 4}}
-    assert tuned_configs(tmp_path / "absent.csv") == {}
+    assert tuned_configs(pd.read_csv(f, dtype={"config": str})) == {"TA": {"BM": 64, "BN": 32, "BK": 32,
+                                                                          "num_warps": 4}}
+    assert tuned_configs(None) == {}

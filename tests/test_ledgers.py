@@ -1,6 +1,6 @@
-"""The per-kernel figures of STUDY.md §3, replayed on the RTX 4090 report's times.
+"""The per-kernel figures of `docs/method.md#figures`, replayed on the RTX 4090 report's times.
 
-Expected numbers are the report's published figures (seed report §3-§6), not this code's output.
+Expected numbers are the report's published figures (the seed replay, `docs/method.md#seed`), not this code's output.
 """
 
 import math
@@ -270,8 +270,8 @@ def test_tile_that_is_not_a_positive_number_counts_as_missing(gpu4090, bm):
 
 def test_unknown_kernel(gpu4090):
     times = pd.read_csv(SEED_TIMES)
-    times.loc[1, "kernel"] = "K9"
-    with pytest.raises(InputError, match="K9"):
+    times.loc[1, "kernel"] = "Kx9"
+    with pytest.raises(InputError, match="Kx9"):
         ledgers.ledger_table(times, gpu4090)
 
 

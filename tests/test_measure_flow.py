@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from study import gpu as gpu_mod
-from study import run
+from study import measure, run
 
 H200 = dict(name="Test GPU", sms=132, fp32_lanes_per_sm=128, sm_clock_mhz=1980.0, mem_clock_mhz=3201.0,
             bus_width_bits=6016, l2_bytes=60 * 2**20, cc="9.0")
@@ -28,14 +28,14 @@ def no_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (100 * 2**30, 141 * 2**30))
     monkeypatch.setattr(gpu_mod, "from_device", lambda index=0: gpu_mod.GPU(**H200))
     monkeypatch.setattr("study.bench.L2Flush", lambda l2: (lambda: None))
-    monkeypatch.setattr(run, "correctness_sweep", lambda chosen, bench: {})
-    monkeypatch.setattr(run, "measure_one", fake_measure_one)
+    monkeypatch.setattr(measure, "correctness_sweep", lambda chosen, bench: {})
+    monkeypatch.setattr(measure, "measure_one", fake_measure_one)
 
 
 def test_measure_writes_rows_ledgers_model_and_report(no_device, tmp_path):
-    args = run.resolve_args(["--kernels", "K2,K3,K4,K6", "--experiments", "main,strides", "--out",
-                             str(tmp_path), "--no-sass"])
-    assert run.measure(args) == 0
+    plan = run.Plan(["--kernels", "K2,K3,K4,K6", "--experiments", "main,strides", "--out", str(tmp_path),
+                     "--no-sass"])
+    assert run.measure(plan) == 0
     rows = pd.read_csv(tmp_path / "data" / "results.csv")
     # 5 kernels (K0 added) x 3 points; K6 runs 4100^3 where the others run 4097^3
     assert len(rows) == 15 and set(rows["gpu"]) == {"Test GPU"}
@@ -56,3 +56,15 @@ def test_measure_refuses_a_shape_that_does_not_fit(no_device, monkeypatch, tmp_p
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert run.main(["--size", "16384", "--kernels", "K2", "--out", str(tmp_path)]) == 2
     assert "GiB" in capsys.readouterr().err
+
+
+def test_measure_never_replaces_measured_rows(no_device, monkeypatch, tmp_path, capsys):
+    argv = ["--kernels", "K2", "--experiments", "main", "--out", str(tmp_path), "--no-sass", "--no-report"]
+    assert run.measure(run.Plan(argv)) == 0
+    rows = (tmp_path / "data" / "results.csv").read_bytes()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert run.main(argv) == 2  # the same GPU, no --resume: refused, the rows kept
+    assert "--resume" in capsys.readouterr().err
+    assert (tmp_path / "data" / "results.csv").read_bytes() == rows
+    assert run.measure(run.Plan(argv + ["--resume"])) == 0  # everything already there: nothing added
+    assert (tmp_path / "data" / "results.csv").read_bytes() == rows

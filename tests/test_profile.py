@@ -15,7 +15,9 @@ import pandas as pd
 import pytest
 
 from study import kernels as registry
-from study import profile, report
+from study import derive, profile, report
+from study.derive import tables
+from study.rundir import RunDir
 from study.toolchain import tools
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,14 +80,14 @@ def test_ncu_error_prefers_the_error_line():
 
 def test_the_report_reads_only_metrics_the_profiler_asks_for():
     asked = set(profile.METRICS)
-    for name in report._NCU.values():
+    for name in tables.NCU.values():
         assert name in asked, name
     stall = next(m for m in profile.METRICS if m.startswith("regex:"))
     import re
 
     pattern = re.compile(stall[len("regex:"):])
     assert pattern.fullmatch("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
-    assert report._STALL.match("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
+    assert tables.STALL.match("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
 
 
 def test_find_ncu_falls_back_to_cuda_home(tmp_path, monkeypatch):
@@ -106,7 +108,7 @@ def test_find_ncu_falls_back_to_cuda_home(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--kernels", "K9"], "K9"),
+    (["--kernels", "Kx9"], "Kx9"),
     (["--shape", "1,2"], "--shape takes M,N,K"),
     (["--shape", "4096,4097,4096", "--kernels", "K6"], "K6 needs N to be a multiple of 4"),
     (["--bogus"], "unrecognized arguments"),
@@ -141,7 +143,8 @@ def _render(tmp_path: Path, ncu_rows: pd.DataFrame | None) -> str:
         shutil.copy(REPO / "tests" / "fixtures" / "report" / name, data / name)
     if ncu_rows is not None:
         ncu_rows.to_csv(data / "ncu.csv", index=False)
-    text = report.render(tmp_path, seed_dir=SEED).read_text()
+    derive.derive(RunDir(tmp_path), note=False)
+    text = report.render(tmp_path).read_text()
     return text.split("## Hardware counters", 1)[1].split("\n## ", 1)[0]
 
 

@@ -1,7 +1,9 @@
-"""The report renders from recorded files alone: every section, every figure, findings computed
-from the rows, and plain "not in this run" notes where inputs are missing. CPU only.
+"""The report renders a run directory from its derived tables alone: every section, every figure,
+findings computed by the derive step, and plain "not in this run" notes where inputs are missing.
+CPU only.
 
-The fixture (tests/fixtures/report/) is a small synthetic run; make_fixture.py there rebuilds it.
+The fixture (tests/fixtures/report/) holds the measured inputs of a small synthetic run
+(make_fixture.py there rebuilds it); each test derives the rest with ``study.derive`` first.
 """
 
 import dataclasses
@@ -15,26 +17,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from study import derive, report
 from study import kernels as registry
-from study import report
 from study.derive import ledgers
 from study.errors import InputError
+from study.report.load import RESULTS_REQUIRED
+from study.report.sections import main as main_section
+from study.report.sections import meta as meta_section
+from study.rundir import RunDir
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "report"
 SEED = REPO / "reports" / "data"
-DATA_FILES = [
-    "results.csv",
-    "ledgers.csv",
-    "model.csv",
-    "loo.csv",
-    "model_sass.csv",
-    "sass.csv",
-    "counted_vs_compiled.csv",
-    "clocks.csv",
-    "gpu.json",
-    "ncu.csv",
-]
+DATA_FILES = ["results.csv", "sass.csv", "clocks.csv", "gpu.json", "ncu.csv"]
 HEADINGS = [
     "## Provenance",
     "## Main table",
@@ -57,11 +52,13 @@ HEADINGS = [
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def make_run(tmp: Path, files: list[str]) -> Path:
+def make_run(tmp: Path, files: list[str], seed: bool = True) -> Path:
+    """A run directory holding the fixture's ``files``, derived (with the seed replay if ``seed``)."""
     data = tmp / "data"
     data.mkdir(parents=True)
     for name in files:
         shutil.copy(FIXTURE / name, data / name)
+    derive.derive(RunDir(tmp), seed=RunDir(REPO / "reports") if seed else None, note=False)
     return tmp
 
 
@@ -83,7 +80,7 @@ def sections(text: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
     out = make_run(tmp_path_factory.mktemp("full"), DATA_FILES)
-    path = report.render(out, seed_dir=SEED, measured=False)
+    path = report.render(out, measured=False)
     return out, path.read_text()
 
 
@@ -153,7 +150,7 @@ def test_main_table_numbers(full):
 
 
 @pytest.mark.skipif(
-    not (SEED / report.SEED_TIMES).is_file(), reason="the seed GPU's times are not in reports/data"
+    not (SEED / "rtx4090_seed.csv").is_file(), reason="the seed GPU's times are not in reports/data"
 )
 def test_seed_replay_reproduces_the_published_figures(full):
     _, text = full
@@ -165,20 +162,15 @@ def test_seed_replay_reproduces_the_published_figures(full):
 
 
 def test_only_results_and_gpu(tmp_path):
-    out = make_run(tmp_path, ["results.csv", "gpu.json"])
-    text = report.render(out, seed_dir=tmp_path / "no_seed", measured=False).read_text()
+    out = make_run(tmp_path, ["results.csv", "gpu.json"], seed=False)
+    text = report.render(out, measured=False).read_text()
     secs = sections(text)
     for h in HEADINGS:
         assert h in secs, h
-    for h in (
-        "## Ledgers",
-        "## Calibration and model",
-        "### Leave-one-out",
-        "## Occupancy and SASS",
-        "## Counted vs compiled",
-        "## Seed GPU replay",
-    ):
+    for h in ("## Occupancy and SASS", "## Counted vs compiled", "## Seed GPU replay"):
         assert "not in this run" in secs[h], h
+    # the ledgers and the seed's model need only the rows: derived from them
+    assert "| K6 |" in secs["## Ledgers"] and "| exact |" in secs["## Calibration and model"]
     assert "clocks.csv not in this run" in secs["### E6 clocks"]
     # what the rows alone support is still there
     assert "| K6 |" in secs["## Main table"] and "**Finding:**" in secs["### E4 strides"]
@@ -186,7 +178,7 @@ def test_only_results_and_gpu(tmp_path):
         png = out / "figures" / f"{name}.png"
         ref = f"`study.report.{fn.__name__}`"
         assert ref in text, name
-        if name in ("roofline", "model", "clocks"):
+        if name == "clocks":
             assert not png.exists(), name
             assert f"figures/{name}.png skipped ({ref})" in text, name
         else:
@@ -194,8 +186,8 @@ def test_only_results_and_gpu(tmp_path):
 
 
 def test_results_alone_takes_gpu_constants_from_provenance(tmp_path):
-    out = make_run(tmp_path, ["results.csv"])
-    text = report.render(out, seed_dir=tmp_path / "no_seed", measured=True).read_text()
+    out = make_run(tmp_path, ["results.csv"], seed=False)
+    text = report.render(out, measured=True).read_text()
     assert "constants from the provenance columns" in text
     assert "measured: the rows below were timed in this run" in text
     row = next(line for line in sections(text)["## Main table"].splitlines() if line.startswith("| K0 |"))
@@ -206,6 +198,20 @@ def test_missing_results_is_an_input_error(tmp_path):
     (tmp_path / "data").mkdir()
     with pytest.raises(InputError, match="results.csv"):
         report.render(tmp_path)
+
+
+def test_the_renderer_imports_no_arithmetic():
+    """The report's modules read tables: none imports the ledger or model arithmetic."""
+    import ast
+
+    for path in (REPO / "study" / "report").rglob("*.py"):
+        if path.name == "__main__.py":  # the CLI: derive, then render
+            continue
+        tree = ast.parse(path.read_text())
+        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        names += [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names]
+        assert not [m for m in names if m.startswith("study.derive")], path
 
 
 def test_import_touches_no_gpu_library():
@@ -223,10 +229,15 @@ def edit_csv(path: Path, fn) -> None:
 
 
 def test_results_with_only_the_required_columns(tmp_path):
-    out = make_run(tmp_path, ["results.csv"])
-    path = out / "data" / "results.csv"
-    pd.read_csv(path)[report.RESULTS_REQUIRED].to_csv(path, index=False)
-    text = report.render(out, seed_dir=tmp_path / "no_seed").read_text()
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "data" / "results.csv"
+    rows = pd.read_csv(FIXTURE / "results.csv")
+    # without rel_err a row with no time cannot say its check refused it: only timed rows here
+    rows.dropna(subset=["ms"])[RESULTS_REQUIRED].to_csv(path, index=False)
+    shutil.copy(FIXTURE / "gpu.json", tmp_path / "data" / "gpu.json")
+    out = tmp_path
+    derive.derive(RunDir(out), note=False)
+    text = report.render(out).read_text()
     secs = sections(text)
     assert [h for h in HEADINGS if h not in secs] == []
     assert "could not be rendered" not in text
@@ -243,7 +254,8 @@ def test_shape_labels_the_experiment_does_not_define(tmp_path):
         return df
 
     edit_csv(out / "data" / "results.csv", rename)
-    text = report.render(out, seed_dir=tmp_path / "no_seed").read_text()
+    derive.derive(RunDir(out), note=False)
+    text = report.render(out).read_text()
     assert (out / "figures" / "shapes.png").read_bytes()[:8] == PNG
     assert "| llm_prefill (2048×18944×3584) |" in sections(text)["### E3 shapes"]
 
@@ -259,11 +271,10 @@ def test_tables_without_their_columns_are_missing_with_the_reason(tmp_path, caps
         "counted_vs_compiled.csv": "kernel",
         "clocks.csv": "t_s",
     }
-    for name, col in dropped.items():
+    for name, col in dropped.items():  # derived tables spoiled after the derive step: rendered as they are
         edit_csv(out / "data" / name, lambda df, col=col: df.drop(columns=[col]))
-    assert report.main([str(out), "--seed-dir", str(tmp_path / "no_seed")]) == 0
-    assert capsys.readouterr().out.strip().endswith("REPORT.md")
-    text = (out / "REPORT.md").read_text()
+    path = report.render(out)
+    text = path.read_text()
     secs = sections(text)
     assert "could not be rendered" not in text
     for head, name in (
@@ -292,14 +303,16 @@ def test_text_in_numeric_columns_prints_as_a_dash(tmp_path):
 
     edit_csv(out / "data" / "model.csv", spoil("p_dist"))
     edit_csv(out / "data" / "loo.csv", spoil("model_error_pct"))
-    run = report.load(out, seed_dir=tmp_path / "no_seed")
+    run = report.load(out)
     assert pd.api.types.is_float_dtype(run.tables["model"]["p_dist"])
-    model_sec = report.section_model(run)
+    from study.report.sections.ledgers import section_model
+
+    model_sec = section_model(run)
     assert not any("could not be rendered" in line for line in model_sec)
     exact = next(line for line in model_sec if line.startswith("| exact |"))
     assert exact.split(" | ")[2] == "–"  # P_dist
     loo_sec = sections("\n".join(model_sec))["### Leave-one-out"].splitlines()
-    loo_first = pd.read_csv(FIXTURE / "loo.csv")["kernel"].iloc[0]
+    loo_first = pd.read_csv(out / "data" / "loo.csv")["kernel"].iloc[0]
     assert next(line for line in loo_sec if line.startswith(f"| {loo_first} |")).endswith("| – |")
 
 
@@ -308,7 +321,7 @@ def test_a_failing_figure_is_recorded_as_skipped(tmp_path, monkeypatch):
         raise RuntimeError("no luck\nsecond line")
 
     monkeypatch.setattr(report, "FIGURES", {"roofline": broken, "throughput": report.fig_throughput})
-    run = report.load(make_run(tmp_path, DATA_FILES), seed_dir=tmp_path / "no_seed")
+    run = report.load(make_run(tmp_path, DATA_FILES, seed=False))
     report.make_figures(run, tmp_path / "figures")
     assert run.figures["roofline"] == (None, "could not be drawn (RuntimeError: no luck)")
     assert run.figures["throughput"][0] == "figures/throughput.png"
@@ -320,7 +333,7 @@ def test_a_failing_section_costs_only_that_section(tmp_path, monkeypatch):
 
     monkeypatch.setattr(report, "section_sass", broken)
     monkeypatch.setattr(report, "make_figures", lambda run, fig_dir: None)
-    text = report.render(make_run(tmp_path, DATA_FILES), seed_dir=tmp_path / "no_seed").read_text()
+    text = report.render(make_run(tmp_path, DATA_FILES, seed=False)).read_text()
     secs = sections(text)
     assert [h for h in HEADINGS if h not in secs] == []
     why = "*this section could not be rendered: KeyError: 'occupancy_pct'*"
@@ -335,29 +348,33 @@ def test_a_failing_section_costs_only_that_section(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def loaded(full):
     out, _ = full
-    return report.load(out, seed_dir=SEED)
+    return report.load(out)
 
 
-def test_twin_ratio_is_the_ledgers_definition(loaded, monkeypatch):
-    main = loaded.measured[loaded.measured["experiment"] == "main"].set_index("kernel")["gflops"]
-    row = next(line for line in report.section_twins(loaded) if line.startswith("| K3 |"))
+def test_twin_ratio_is_the_ledgers_definition(full, tmp_path, monkeypatch):
+    out, _ = full
+    run = report.load(out)
+    main = run.measured[run.measured["experiment"] == "main"].set_index("kernel")["gflops"]
+    row = next(line for line in main_section.section_twins(run) if line.startswith("| K3 |"))
     assert f"{ledgers.twin_ratio(main['T3'], main['K3']):.2f}×" in row  # T3 is the faster: > 1
     assert ledgers.twin_ratio(main["T3"], main["K3"]) > 1
-    monkeypatch.setattr(ledgers, "twin_ratio", lambda t, c: 7.0)
-    row = next(line for line in report.section_twins(loaded) if line.startswith("| K3 |"))
+    monkeypatch.setattr(ledgers, "twin_ratio", lambda t, c: 7.0)  # derive computes it; the report renders it
+    again = make_run(tmp_path, DATA_FILES, seed=False)
+    row = next(line for line in main_section.section_twins(report.load(again)) if line.startswith("| K3 |"))
     assert row.count("7.00×") == 2
 
 
-def test_twins_are_paired_by_the_registry(loaded, monkeypatch):
+def test_twins_are_paired_by_the_registry(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "twins_of", lambda kid: [])
-    assert "no CUDA kernel and its Triton twin" in "\n".join(report.section_twins(loaded))
+    run = report.load(make_run(tmp_path, DATA_FILES, seed=False))
+    assert "no CUDA kernel and its Triton twin" in "\n".join(main_section.section_twins(run))
 
 
 def test_reproduce_example_names_registry_ids(loaded, monkeypatch):
-    last_cuda = registry.by_impl("cuda")[-1].id
-    assert f"--kernels {registry.BASELINE.id},{last_cuda} " in "\n".join(report.section_reproduce(loaded))
+    last_cuda = registry.last_rung().id
+    assert f"--kernels {registry.BASELINE.id},{last_cuda} " in "\n".join(meta_section.section_reproduce(loaded))
     monkeypatch.setattr(registry, "BASELINE", dataclasses.replace(registry.BASELINE, id="KB"))
-    assert f"--kernels KB,{last_cuda} " in "\n".join(report.section_reproduce(loaded))
+    assert f"--kernels KB,{last_cuda} " in "\n".join(meta_section.section_reproduce(loaded))
 
 
 def test_provenance_carries_no_render_time(full):
@@ -368,8 +385,21 @@ def test_provenance_carries_no_render_time(full):
 
 
 def test_footprint_has_one_definition():
-    assert report._footprint(4096) == 3 * 4096**2 * 4
-    assert report._fits_l2(report._footprint(2048)) == pytest.approx(2048)
+    assert ledgers.footprint_bytes(4096) == 3 * 4096**2 * 4
+    assert ledgers.n_at_footprint(ledgers.footprint_bytes(2048)) == pytest.approx(2048)
+
+
+def test_the_reference_report_re_renders_to_the_committed_one(tmp_path):
+    """The committed reports/ re-derived and re-rendered by this code: the same REPORT.md except the
+    line naming the directory it was rendered in."""
+    copy = tmp_path / "reports"
+    shutil.copytree(REPO / "reports", copy)
+    derive.derive(RunDir(copy), seed=RunDir(REPO / "reports"), note=False)
+    new = report.render(copy).read_text().splitlines()
+    old = (REPO / "reports" / "REPORT.md").read_text().splitlines()
+    differ = [(a, b) for a, b in zip(old, new) if a != b]
+    assert len(old) == len(new)
+    assert all("python -m study.report" in a for a, _ in differ), differ[:3]
 
 
 def test_import_chooses_no_matplotlib_backend():

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from study import experiments, kernels, results
-from study.run import key, run_plan
+from study.measure import key, run_plan
 
 PROV = {"gpu": "test GPU", "run_id": "r1", "commit": "abc"}
 

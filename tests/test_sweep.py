@@ -41,7 +41,7 @@ def test_ranked_keeps_only_measured_rows_fastest_first():
     (["--out", "{tmp}", "--jobs", "0"], "--jobs must be at least 1"),
     (["--out", "{tmp}", "--budget-s", "-5"], "--budget-s must be a positive number"),
     (["--out", "{tmp}", "--shape", "4096,x,4096"], "not an integer"),
-    ([], "the following arguments are required: --out"),
+    ([], "--out DIR is required"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, needle):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]

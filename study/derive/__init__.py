@@ -41,7 +41,7 @@ def read_csv(path: Path) -> pd.DataFrame | None:
     if not path.is_file():
         return None
     try:
-        df = pd.read_csv(path, float_precision="round_trip")
+        df = results_io.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
         return None
     return df if len(df) else None

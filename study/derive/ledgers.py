@@ -1,4 +1,4 @@
-"""The three ledgers and the per-kernel figures of STUDY.md §3: pure arithmetic, no GPU.
+"""The three ledgers and the per-kernel figures (`docs/method.md#figures`): pure arithmetic, no GPU.
 
 Each figure is one small named function; ``ledger_table`` applies them to a table of measured
 times. The only measured input is the median time; everything else is counted from the code
@@ -18,13 +18,13 @@ import pandas as pd
 
 from study import kernels as registry
 from study.errors import InputError
-from study.gpu import GPU, cadence_floor  # noqa: F401  (cadence_floor is a §3 figure, defined once there)
+from study.gpu import GPU, cadence_floor  # noqa: F401  (cadence_floor is a figure, docs/method.md#cadence-floor, defined once there)
 from study.kernels import Counted, Kernel
 
 NAN = float("nan")
 
 # ---------------------------------------------------------------------------------------------
-# Instruction ledger (steps 1-3): load instructions per FMA, counted from the inner loop.
+# Instruction ledger (docs/method.md#instruction-ledger): load instructions per FMA, counted from the inner loop.
 
 
 def dist(c: Counted) -> float:
@@ -47,7 +47,7 @@ def loads_per_fma(c: Counted) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# Byte ledger (steps 4-5): DRAM bytes per output element, from the tiling.
+# Byte ledger (docs/method.md#byte-ledger): DRAM bytes per output element, from the tiling.
 
 
 def bytes_per_out(c: Counted, K: int) -> float:
@@ -122,7 +122,7 @@ def cycles_per_load(cadence_: float, loads_per_fma_: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# Request ledger (step 9, K1/K2 only): memory transactions per FMA.
+# Request ledger (docs/method.md#request-ledger, K1/K2 only): memory transactions per FMA.
 
 
 def req_per_fma(c: Counted) -> float:
@@ -249,7 +249,7 @@ def ledger_table(
     kernels: Iterable[Kernel] | Mapping[str, Kernel] | None = None,
     match_on: Iterable[str] | None = None,
 ) -> pd.DataFrame:
-    """Every figure of STUDY.md §3 for each timed (kernel, shape).
+    """Every figure of `docs/method.md#figures` for each timed (kernel, shape).
 
     ``times`` needs columns kernel, M, N, K, ms (others are kept; an optional ``sm_clock_mhz``
     gives the clock sampled during that row, and optional BM/BN/BK the tile an autotuner picked).

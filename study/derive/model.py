@@ -1,4 +1,4 @@
-"""The instruction-ledger cost model (STUDY.md §3 step 8): unit prices, predictions, errors.
+"""The instruction-ledger cost model (`docs/method.md#model`): unit prices, predictions, errors.
 
 predicted cadence = P_dist * dist + P_bcast * bcast + P_ldg * ldg   (cycles per warp-FMA per SM)
 

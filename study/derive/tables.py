@@ -207,12 +207,13 @@ SHAPE_COLUMNS = ["label", "M", "N", "K", "first", "last", "speedup", "cublas_gfl
 
 
 def shapes(ledger: pd.DataFrame) -> pd.DataFrame:
-    """Per shape of E3: the speed-up of the last CUDA rung over the first, and cuBLAS's GFLOP/s."""
+    """Per shape of E3: the speed-up of the last CUDA rung timed over the first, and cuBLAS's GFLOP/s."""
     df = experiment_rows(ledger, "shapes")
     if df.empty:
         return pd.DataFrame(columns=SHAPE_COLUMNS)
-    ladder = registry.by_impl("cuda")
-    first, last = ladder[0].id, ladder[-1].id
+    timed = set(df["kernel"].astype(str))
+    ladder = [k.id for k in registry.cuda_ladder() if k.id in timed] or [k.id for k in registry.cuda_ladder()]
+    first, last = ladder[0], ladder[-1]  # the first and the last rung this run timed
     msp = df.pivot_table(index="kernel", columns="label", values="ms", aggfunc="median")
     gfp = df.pivot_table(index="kernel", columns="label", values="gflops", aggfunc="median")
     base = registry.BASELINE.id

@@ -29,7 +29,8 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
     Rules: known kernel ids; positive whole dimensions within 32 bits; a shape the kernel accepts;
     one row per (experiment, label, kernel, M, N, K) (per (kernel, M, N, K) without experiments);
     a time that is finite, positive and at most a day; no time faster than the GPU's FP32 peak;
-    a row without a time only where the kernel failed its check (its rel_err above the tolerance).
+    a row without a time only where the kernel failed its check (a ``rel_err`` above the tolerance,
+    or NaN: a NaN output).
     """
     for col in ("kernel", "M", "N", "K", "ms"):
         if col not in rows.columns:
@@ -75,7 +76,10 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
         k, shape = kernel.iat[i], (int(dims["M"].iat[i]), int(dims["N"].iat[i]), int(dims["K"].iat[i]))
         at = f"{where} {_line(i)}: {k} at {ledgers.shape_str(*shape)}"
         if blank.iat[i]:
-            if rel is not None and rel.iat[i] <= experiments.TOLERANCE:
+            if rel is None:  # nothing says the kernel failed its check: the time is missing
+                raise InputError(f"{at}: no time, and no rel_err column saying the check refused it: "
+                                 "the row is incomplete")
+            if rel.iat[i] <= experiments.TOLERANCE:
                 raise InputError(f"{at} passed its check (rel_err {rel.iat[i]:.1e}) but has no time: "
                                  "the row is incomplete")
             continue

@@ -18,6 +18,8 @@ from study.gpu import GPU, for_run
 from study.rundir import RunDir
 
 NOT_IN_RUN = "not in this run"
+# what sections read of the ledger table: without it, an empty table with these columns
+LEDGER_FIGURES = ("impl", "gflops", "pct_peak", "pct_peak_sampled", "pct_cublas", "cadence", "cadence_sampled")
 RESULTS_REQUIRED = ["experiment", "label", "kernel", "M", "N", "K", "ms"]
 # key -> (file in <out>/data/, columns it must have)
 TABLES = {
@@ -86,7 +88,7 @@ def load(out_dir: Path) -> Run:
             missing[key] = f"{name} {NOT_IN_RUN}"
             continue
         try:
-            df = pd.read_csv(path, float_precision="round_trip")
+            df = results_io.read_csv(path)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
             missing[key] = f"{name} is not a readable CSV ({first_line(e)})"
             continue
@@ -101,5 +103,6 @@ def load(out_dir: Path) -> Run:
         gpu, source = for_run(rd.file(files.GPU), res)
     except InputError as e:
         gpu, source = None, str(e)
-    measured = tables.get("ledgers", res.iloc[0:0].assign(gflops=pd.Series(dtype=float)))
+    empty = res.iloc[0:0].assign(**{c: pd.Series(dtype=float) for c in LEDGER_FIGURES if c not in res.columns})
+    measured = tables.get("ledgers", empty)
     return Run(Path(out_dir), res, measured, gpu, source, tables, missing)

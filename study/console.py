@@ -1,0 +1,66 @@
+"""The console tables a run prints: read from the derived tables, at most 120 columns wide.
+
+The wide tables (every figure of every kernel) belong in REPORT.md; the console shows what a
+run's last lines should say.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from study import rundir
+from study.rows import main_rows
+from study.rundir import RunDir
+
+WIDTH = 120
+# column -> (heading, format)
+MAIN = {
+    "kernel": ("kernel", None), "impl": ("impl", None), "ms": ("ms", "{:.3f}"), "gflops": ("GFLOP/s", "{:.0f}"),
+    "pct_peak": ("%peak", "{:.1f}"), "pct_cublas": ("%cuBLAS", "{:.1f}"), "cadence": ("cadence", "{:.3f}"),
+    "attainment_pct": ("attain%", "{:.0f}"), "loads_per_fma": ("loads/FMA", "{:.3f}"),
+    "predicted_cadence": ("predicted", "{:.3f}"), "model_error_pct": ("err%", "{:+.1f}"),
+}
+PRICES = {
+    "method": ("method", None), "p_ldg": ("P_ldg", "{:.3f}"), "p_dist": ("P_dist", "{:.3f}"),
+    "p_bcast": ("P_bcast", "{:.3f}"), "p_lds32": ("P_lds32", "{:.3f}"), "p_lds128": ("P_lds128", "{:.3f}"),
+}
+
+
+def formatted(df: pd.DataFrame, columns: dict) -> pd.DataFrame:
+    """The chosen columns, renamed and formatted (blanks for NaN)."""
+    out = pd.DataFrame(index=df.index)
+    for c, (head, fmt) in columns.items():
+        if c not in df.columns:
+            continue
+        if fmt is None:
+            out[head] = ["" if pd.isna(x) else str(x) for x in df[c]]
+        else:
+            v = pd.to_numeric(df[c], errors="coerce")
+            out[head] = [fmt.format(x) if pd.notna(x) else "" for x in v]
+    return out
+
+
+def fit(text: str) -> str:
+    return "\n".join(line[:WIDTH] for line in text.splitlines())
+
+
+def print_tables(rd: RunDir, derived, origin: str) -> None:
+    gpu = derived.gpu
+    main = main_rows(derived.ledgers)
+    print(f"\nMain table ({origin}); % of peak and cadence at {gpu.sm_clock_mhz:.0f} MHz (device max); "
+          f"full tables in {rd.report}")
+    print(fit(formatted(main, MAIN).to_string(index=False)))
+    twins = rd.file(rundir.TWINS)
+    if twins.is_file() and twins.stat().st_size:
+        tw = pd.read_csv(twins)
+        if len(tw):
+            cols = {"cuda": ("CUDA", None), "cuda_gflops": ("GFLOP/s", "{:.0f}"), "unpipelined": ("Triton", None),
+                    "ratio_unpipelined": ("Triton/CUDA", "{:.2f}"), "pipelined": ("pipelined", None),
+                    "ratio_pipelined": ("pipelined/CUDA", "{:.2f}")}
+            print("\nTriton twins (GFLOP/s ratio to their CUDA kernel):")
+            print(fit(formatted(tw, cols).to_string(index=False)))
+    if derived.model.empty:
+        print("\nUnit prices: none (the model was skipped; see above)")
+        return
+    print("\nUnit prices (cycles per load, per warp-FMA):")
+    print(fit(formatted(derived.model, PRICES).to_string(index=False)))
