@@ -20,6 +20,13 @@ MAIN = {
     "attainment_pct": ("attain%", "{:.0f}"), "loads_per_fma": ("loads/FMA", "{:.3f}"),
     "predicted_cadence": ("predicted", "{:.3f}"), "model_error_pct": ("err%", "{:+.1f}"),
 }
+SASS = {
+    "kernel": ("kernel", None), "FFMA": ("FFMA", "{:.0f}"), "LDS32": ("LDS.32", "{:.0f}"),
+    "LDS128": ("LDS.128", "{:.0f}"), "LDG32": ("LDG.32", "{:.0f}"), "LDG128": ("LDG.128", "{:.0f}"),
+    "LDGSTS": ("LDGSTS", "{:.0f}"), "total": ("total", "{:.0f}"), "loop_FFMA": ("loop FFMA", "{:.0f}"),
+    "loop_LDS": ("loop LDS", "{:.0f}"), "loop_LDG": ("loop LDG", "{:.0f}"), "registers": ("regs", "{:.0f}"),
+    "smem_bytes": ("smem", "{:.0f}"), "occupancy_pct": ("occ%", "{:.1f}"),
+}
 PRICES = {
     "method": ("method", None), "p_ldg": ("P_ldg", "{:.3f}"), "p_dist": ("P_dist", "{:.3f}"),
     "p_bcast": ("P_bcast", "{:.3f}"), "p_lds32": ("P_lds32", "{:.3f}"), "p_lds128": ("P_lds128", "{:.3f}"),
@@ -64,3 +71,8 @@ def print_tables(rd: RunDir, derived, origin: str) -> None:
         return
     print("\nUnit prices (cycles per load, per warp-FMA):")
     print(fit(formatted(derived.model, PRICES).to_string(index=False)))
+
+
+def print_sass(df: pd.DataFrame, arch: str, where: str) -> None:
+    print(f"\nSASS ledger ({arch}, {where}), whole kernel and main loop body:")
+    print(fit(formatted(df, SASS).to_string(index=False)))

@@ -160,15 +160,15 @@ def profile(chosen, shape, out: Path, ncu: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from study import cli, kernels
-    from study.run import REPO
+    from study import cli, kernels, rundir
+    from study.run import DEFAULT_OUT
     from study.rundir import RunDir
 
     p = cli.Parser(prog="python -m study.profile", description=__doc__.split("\n\n")[0])
     default = ",".join(k.id for k in kernels.default_profile())
     p.add_argument("--kernels", default=default, help=f"comma-separated ids (default {default})")
     p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
-    p.add_argument("--out", default=str(REPO / "reports"), help="output directory (default reports/)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"run directory the counters join (default {DEFAULT_OUT}/)")
     p.add_argument("--child", help=cli.HIDDEN)  # internal: profile this kernel in this process
 
     def body() -> int:
@@ -196,7 +196,14 @@ def main(argv: list[str] | None = None) -> int:
 
         if not torch.cuda.is_available():
             raise InputError("hardware counters need a CUDA GPU, and none is visible: measured nothing")
-        RunDir(out).create()
+        from study import gpu as gpu_mod
+
+        gpu = gpu_mod.from_device()
+        rd = RunDir(out)
+        rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), resume=True)  # one GPU per directory
+        rd.create()
+        if not rd.has(rundir.GPU):
+            gpu.to_json(rd.file(rundir.GPU))
         return profile(chosen, shape, out, ncu)
 
     return cli.main(body)

@@ -246,22 +246,24 @@ def sass_table(plan: Plan, arch: str, configs: dict):
     try:
         return table.sass_table([k for k in plan.kernels if k.impl != "cublas"], arch, configs=configs)
     except tools.SassUnavailable as e:
-        say(f"SASS skipped: {e}")
+        say(str(e))  # the message says "SASS skipped: ..." itself
         return None
 
 
 def run_sass(plan: Plan, rd: RunDir, arch: str, configs: dict) -> None:
     """The run's own SASS, compiled by the toolchain that built what was timed: an input of the run."""
+    from study import console
+
     df = sass_table(plan, arch, configs)
     if df is not None:
         df.to_csv(rd.file(rundir.SASS), index=False)
-        print_sass(df, arch, "this run's toolchain")
+        console.print_sass(df, arch, "this run's toolchain")
 
 
 def local_sass(plan: Plan, rd: RunDir) -> None:
     """SASS compiled with this machine's toolchain for a run measured elsewhere: written beside
     the run (``local/``), labelled with its toolchain, and never mixed into the run's tables."""
-    from study import derive, measure
+    from study import console, derive, measure
 
     df = sass_table(plan, plan.arch or "sm_90", measure.tuned_configs(derive.read_results(rd)))
     if df is None:
@@ -269,14 +271,7 @@ def local_sass(plan: Plan, rd: RunDir) -> None:
     rd.local.mkdir(parents=True, exist_ok=True)
     arch = plan.arch or "sm_90"
     df.to_csv(rd.local / f"sass_{arch}.csv", index=False)
-    print_sass(df, arch, f"this machine's toolchain, in {rd.local / f'sass_{arch}.csv'}")
-
-
-def print_sass(df, arch: str, where: str) -> None:
-    cols = [c for c in ("kernel", "FFMA", "LDS32", "LDS128", "LDG32", "LDG128", "LDGSTS", "total", "loop_FFMA",
-                        "loop_LDS", "loop_LDG", "registers", "smem_bytes", "occupancy_pct") if c in df.columns]
-    print(f"\nSASS ledger ({arch}, {where}), whole kernel and main loop body:")
-    print(df[cols].to_string(index=False))
+    console.print_sass(df, arch, f"this machine's toolchain, in {rd.local / f'sass_{arch}.csv'}")
 
 
 def finish(rd: RunDir, origin: str, *, measured: bool, plan: Plan, require_calibration: bool = False) -> int:

@@ -12,8 +12,8 @@ from conftest import HAS_CUDA
 from study import console, derive, measure, run
 from study import gpu as gpu_mod
 from study.errors import InputError
-from study.rundir import RunDir
 from study.run import main
+from study.rundir import RunDir
 
 REPO = Path(__file__).resolve().parent.parent
 SEED_TIMES = REPO / "reports" / "data" / "rtx4090_seed.csv"

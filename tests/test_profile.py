@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study import kernels as registry
 from study import derive, profile, report
+from study import kernels as registry
 from study.derive import tables
 from study.rundir import RunDir
 from study.toolchain import tools
