@@ -23,8 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from study import rundir
+from study.cli import say
 from study.errors import InputError
-from study.run import say
+from study.rundir import RunDir
 from study.toolchain.tools import find_ncu, ncu_version
 
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
@@ -131,7 +133,7 @@ def profile(chosen, shape, out: Path, ncu: str) -> int:
     prov = provenance(gpu, new_run_id())
     common = {"ncu": ncu_version(ncu), "gpu": prov["gpu"], "driver": prov["driver"],
               "commit": prov["commit"], "run_id": prov["run_id"]}
-    rows_file = ResultsFile(out / "data" / "ncu.csv", COLUMNS)
+    rows_file = ResultsFile(RunDir(out).file(rundir.NCU), COLUMNS)
     repo = Path(__file__).resolve().parent.parent
     path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path}
@@ -160,9 +162,8 @@ def profile(chosen, shape, out: Path, ncu: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from study import cli, kernels, rundir
+    from study import cli, kernels
     from study.run import DEFAULT_OUT
-    from study.rundir import RunDir
 
     p = cli.Parser(prog="python -m study.profile", description=__doc__.split("\n\n")[0])
     default = ",".join(k.id for k in kernels.default_profile())

@@ -114,10 +114,13 @@ class ResultsFile:
 
 def read_csv(path: Path) -> pd.DataFrame:
     """A CSV of a run, numbers read back with the digits they were written with (round trip), so
-    a table derived twice from the same rows is the same bytes."""
-    if int(pd.__version__.split(".")[0]) >= 3:  # round trip is the default parser there
-        return pd.read_csv(path)
-    return pd.read_csv(path, float_precision="round_trip")
+    a table derived twice from the same rows is the same bytes on any machine (pandas' default
+    float parser has not always been exact)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # newer pandas deprecates the option its default now equals
+        return pd.read_csv(path, float_precision="round_trip")
 
 
 def read(path: Path, required: list[str] | None = None) -> pd.DataFrame:

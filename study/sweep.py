@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from study import arch
+from study.cli import say
 from study.errors import InputError, first_line
-from study.run import say
 
 # (BM, BN) block tiles; every warp count that gives MIN..MAX outputs per thread is tried
 TILES = ((64, 64), (64, 128), (128, 64), (128, 128), (32, 128), (128, 32), (32, 64), (64, 32),

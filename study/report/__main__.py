@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from study import cli
+from study import cli, rundir
 from study.errors import InputError
 from study.rundir import RunDir
 
@@ -19,13 +19,15 @@ REPO = Path(__file__).resolve().parents[2]
 def main(argv: list[str] | None = None) -> int:
     p = cli.Parser(prog="python -m study.report",
                    description="Re-derive and re-render REPORT.md and the figures from <out>/data/ (no GPU).")
-    p.add_argument("out", nargs="?", default=str(REPO / "reports"), help="run directory holding data/ (default reports/)")
+    p.add_argument("out", nargs="?", help="run directory holding data/ (e.g. a copy of reports/: rewritten in place)")
 
     def body() -> int:
         args = p.parse_args(argv)
+        if args.out is None:  # checked after parsing, so an unknown flag is named first
+            raise InputError("python -m study.report needs DIR, the run directory to re-derive and re-render")
         out = cli.out_dir(args.out, "the run directory")
         rd = RunDir(out)
-        if not rd.file("results.csv").is_file():
+        if not rd.file(rundir.RESULTS).is_file():
             raise InputError(f"{out}: no data/results.csv (not a run directory)")
         from study import derive, report
 

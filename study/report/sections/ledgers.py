@@ -57,7 +57,7 @@ def section_model(run: Run) -> list[str]:
         "",
     ]
     if mt is None:
-        lines += missing("unit prices", run.missing.get("model", "model.csv"))
+        lines += missing("unit prices", run.missing["model"])
     else:
         cols = [c for c in ("p_ldg", "p_dist", "p_bcast", "p_lds32", "p_lds128") if c in mt.columns]
         rows = [

@@ -34,9 +34,9 @@ def section_reproduce(run: Run) -> list[str]:
         "```bash",
         'pip install -e ".[dev]"',
         *([f"git checkout {commit}   # the commit these rows came from"] if commit and commit != "unknown" else []),
-        "python -m study.run                # measure every kernel and experiment here -> reports/",
+        "python -m study.run                # measure every kernel and experiment here -> out/",
         f"python -m study.run --kernels {example} --experiments main,strides --out out   # a subset",
-        f"python -m study.report {out}      # re-render from {out}/data/ (no GPU needed)"
+        f"python -m study.report {out}      # re-derive and re-render from {out}/data/ (no GPU needed)"
         + ("; DIR holds this REPORT.md" if out == "DIR" else ""),
         "```",
         "",

@@ -10,7 +10,7 @@ def section_sass(run: Run) -> list[str]:
     lines = []
     s = run.tables.get("sass")
     if s is None:
-        return lines + missing("the SASS histogram and occupancy", run.missing.get("sass", "sass.csv"))
+        return lines + missing("the SASS histogram and occupancy", run.missing["sass"])
     s = in_order(s)
     arch = prov_col(s, "arch")
     lines += [
