@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import cuda_kernels
-from study import kernels
+from study import kernels, registration
 from study.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -94,18 +94,18 @@ def test_registration_agrees_with_the_launcher(k):
     reg = k.registration
     text = (REPO / k.source).read_text()
     launcher = text[text.index(f"launch_{k.symbol}("):]
-    defines = kernels._defines(REPO / k.source)
+    defines = registration._defines(REPO / k.source)
     block = re.search(r"dim3\s+block\s*\(([^;]*)\)\s*;", launcher)
     if block:
         threads = 1
-        for dim in kernels._call_arguments(f"b({block.group(1)})", 1, k.source):
-            threads *= kernels.evaluate(dim, defines)
+        for dim in registration._call_arguments(f"b({block.group(1)})", 1, k.source):
+            threads *= registration.evaluate(dim, defines)
         assert threads == reg.threads
     grid = re.search(r"dim3\s+grid\s*\(\s*sgemm_cdiv\(\s*(\w+)\s*,([^;]*)\)\s*,\s*sgemm_cdiv\(\s*(\w+)\s*,"
                      r"([^;]*)\)\s*\)\s*;", launcher)
     if grid:
         x_dim, x_step, y_dim, y_step = grid.groups()
-        steps = {x_dim: kernels.evaluate(x_step, defines), y_dim: kernels.evaluate(y_step, defines)}
+        steps = {x_dim: registration.evaluate(x_step, defines), y_dim: registration.evaluate(y_step, defines)}
         assert steps == {"M": reg.bm, "N": reg.bn}
         assert y_dim == ("N" if reg.y_walks_n else "M")
 
@@ -145,11 +145,11 @@ def test_comparing_kernels_reads_no_file(tmp_path):
 
 def test_evaluator_reads_c_integer_expressions():
     d = {"K6_BM": "32", "K6_TM": "8", "K6_ROWS": "(K6_BM / K6_TM)", "NEG": "-7", "V": "1", "S": "4"}
-    assert kernels.evaluate("(K6_BM / K6_TM)", d) == 4
-    assert kernels.evaluate("K6_BM * K6_ROWS + 2 * (3 - 1)", d) == 132
-    assert kernels.evaluate("NEG / 2", d) == -3 and kernels.evaluate("NEG % 2", d) == -1  # C truncation
-    assert kernels.evaluate("V | S", d) == 5 and kernels.evaluate("1 + 2 | 4", d) == 7
-    assert kernels.evaluate("0x10 + 010 + 4u + 2UL", d) == 30
+    assert registration.evaluate("(K6_BM / K6_TM)", d) == 4
+    assert registration.evaluate("K6_BM * K6_ROWS + 2 * (3 - 1)", d) == 132
+    assert registration.evaluate("NEG / 2", d) == -3 and registration.evaluate("NEG % 2", d) == -1  # C truncation
+    assert registration.evaluate("V | S", d) == 5 and registration.evaluate("1 + 2 | 4", d) == 7
+    assert registration.evaluate("0x10 + 010 + 4u + 2UL", d) == 30
 
 
 @pytest.mark.parametrize("junk, why", [
@@ -167,7 +167,7 @@ def test_evaluator_reads_c_integer_expressions():
 ])
 def test_evaluator_refuses_junk(junk, why):
     with pytest.raises(InputError, match=re.escape(why)):
-        kernels.evaluate(junk, {"LOOP": "LOOP + 1"}, "here")
+        registration.evaluate(junk, {"LOOP": "LOOP + 1"}, "here")
 
 
 def _cu(tmp_path, body: str) -> Path:
