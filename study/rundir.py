@@ -46,6 +46,7 @@ COUNTED_VS_COMPILED = "counted_vs_compiled.csv"
 PREDICTIONS = "predictions.csv"
 PRICE_SHIFT = "price_shift.csv"
 TWINS = "twins.csv"
+LADDER = "ladder.csv"
 STRIDES = "strides.csv"
 SHAPES = "shapes.csv"
 SIZES = "sizes.csv"
@@ -53,7 +54,7 @@ SIZE_STEP = "size_step.csv"
 COUNTERS = "counters.csv"
 SEED_LEDGERS = "seed_ledgers.csv"
 SEED_MODEL = "seed_model.csv"
-DERIVED = (LEDGERS, MODEL, LOO, MODEL_SASS, COUNTED_VS_COMPILED, PREDICTIONS, PRICE_SHIFT, TWINS, STRIDES, SHAPES,
+DERIVED = (LEDGERS, MODEL, LOO, MODEL_SASS, COUNTED_VS_COMPILED, PREDICTIONS, PRICE_SHIFT, TWINS, LADDER, STRIDES, SHAPES,
            SIZES, SIZE_STEP, COUNTERS, SEED_LEDGERS, SEED_MODEL)
 
 REPORT = "REPORT.md"

@@ -33,6 +33,7 @@ DATA_FILES = ["results.csv", "sass.csv", "clocks.csv", "gpu.json", "ncu.csv"]
 HEADINGS = [
     "## Provenance",
     "## Main table",
+    "## The ladder",
     "## Triton twins",
     "## Ledgers",
     "## Calibration and model",
@@ -135,6 +136,17 @@ def test_shapes_finding_has_the_speedups(full):
     )
     for label in ("square", "prefill", "decode_b32", "decode_b1"):
         assert f"{sh.at['K1', label] / sh.at['K6', label]:.1f}× ({label})" in finding
+
+
+def test_ladder_speedups_are_the_time_ratio_of_consecutive_rungs(full):
+    _, text = full
+    res = pd.read_csv(FIXTURE / "results.csv")
+    ms = res[res["experiment"] == "main"].dropna(subset=["ms"]).set_index("kernel")["ms"]
+    rungs = [k.id for k in registry.cuda_ladder() if k.id in ms.index]
+    lines = sections(text)["## The ladder"].splitlines()
+    for before, after in zip(rungs, rungs[1:]):
+        row = next(line for line in lines if line.startswith(f"| {after} |"))
+        assert f"| {ms[before] / ms[after]:.2f}× |" in row, (before, after, row)
 
 
 def test_main_table_numbers(full):

@@ -138,8 +138,9 @@ def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool 
     write(rd_files.SIZES, tables.sizes(table, gpu.l2_bytes))
     write(rd_files.SIZE_STEP, tables.size_step(table, gpu.l2_bytes))
     ncu = read_csv(rd.file(rd_files.NCU))
-    write(rd_files.COUNTERS, tables.counters(ncu) if ncu is not None and {"metric", "value"} <= set(ncu.columns)
-          else None)
+    counters = tables.counters(ncu) if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None
+    write(rd_files.COUNTERS, counters)
+    write(rd_files.LADDER, tables.ladder(table, sass_df, counters))
     seed_ledgers, seed_model = replay_seed(seed)
     write(rd_files.SEED_LEDGERS, seed_ledgers)
     write(rd_files.SEED_MODEL, seed_model)

@@ -286,7 +286,8 @@ STALL = re.compile(r"^smsp__average_warps_issue_stalled_(.+)_per_issue_active\.r
 TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
            "s": 1e9, "second": 1e9}
 COUNTER_COLUMNS = ["kernel", "M", "N", "K", "launches", "ms", "regs", "warps_pct", "issue_pct",
-                   "fma_pipe_pct", "fma_share", "inst_per_wfma", "lds_per_wfma", "conflicts_per_wavefront",
+                   "fma_pipe_pct", "fma_share", "inst_per_wfma", "lds_per_wfma", "wavefronts_per_wfma",
+                   "conflicts_per_wavefront",
                    "sectors_per_wfma", "requests_per_wfma", "top_stalls"]
 
 
@@ -353,9 +354,71 @@ def counters(ncu: pd.DataFrame) -> pd.DataFrame:
             "regs": g_("regs"), "warps_pct": g_("warps"), "issue_pct": g_("issue"),
             "fma_pipe_pct": g_("fma_pipe"), "fma_share": _div(g_("inst_fma"), g_("inst")),
             "inst_per_wfma": g_("inst") / wfma, "lds_per_wfma": g_("lds") / wfma,
+            "wavefronts_per_wfma": g_("wavefronts") / wfma,
             "conflicts_per_wavefront": _div(g_("conflicts"), g_("wavefronts")),
             "sectors_per_wfma": g_("sectors") / wfma, "requests_per_wfma": g_("requests") / wfma,
             "top_stalls": top_stalls(r),
         })
     out = pd.DataFrame(rows, columns=COUNTER_COLUMNS)
     return in_order(out).reset_index(drop=True) if len(out) else out
+
+
+# ---------------------------------------------------------------------------------------------
+# The ladder: what each CUDA rung bought, and which ledger moved
+
+# ledger -> (column of the ladder table, how the report names it); the "moved" ledger is the one
+# whose value changed by the largest factor from the rung before
+LADDER_LEDGERS = {
+    "sectors_per_wfma": "global sectors per warp FMA (ncu)",
+    "loads_per_fma": "loads per FMA (counted)",
+    "issue_per_ffma": "SASS instructions per FFMA (main loop)",
+    "wavefronts_per_wfma": "shared wavefronts per warp FMA (ncu)",
+    "bar_per_phase": "barriers per phase (SASS main loop)",
+    "occupancy_pct": "occupancy %",
+}
+LADDER_COLUMNS = ["kernel", "idea", "ms", "gflops", "pct_cublas", "speedup", "sectors_per_wfma", "loads_per_fma",
+                  "issue_per_ffma", "wavefronts_per_wfma", "bar_per_phase", "registers", "occupancy_pct", "issue_pct", "fma_pipe_pct", "moved",
+                  "moved_from", "moved_to", "moved_factor"]
+
+
+def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFrame | None) -> pd.DataFrame:
+    """Per CUDA rung timed in the main experiment, in ladder order: its speed, its speed-up over the
+    rung before, its ledgers (counted, SASS, counters) and the ledger that moved most from the rung
+    before (by the factor of change)."""
+    main = by_kernel(main_rows(ledger))
+    s = by_kernel(sass) if sass is not None and "kernel" in sass.columns else {}
+    c = by_kernel(counters_) if counters_ is not None and len(counters_) else {}
+    rows, prev = [], None
+    for k in registry.cuda_ladder():
+        if k.id not in main:
+            continue
+        r = main[k.id]
+        sr, cr = s.get(k.id), c.get(k.id)
+        loop_ffma = float(sr["loop_FFMA"]) if sr is not None and pd.notna(sr.get("loop_FFMA")) else NAN
+        row = {
+            "kernel": k.id, "idea": k.idea, "ms": r["ms"], "gflops": r["gflops"], "pct_cublas": r["pct_cublas"],
+            "speedup": prev["ms"] / r["ms"] if prev is not None else NAN,
+            "sectors_per_wfma": cr["sectors_per_wfma"] if cr is not None else NAN,
+            "loads_per_fma": r.get("loads_per_fma", NAN),
+            "issue_per_ffma": float(sr["loop_total"]) / loop_ffma if sr is not None and loop_ffma > 0 else NAN,
+            "wavefronts_per_wfma": cr["wavefronts_per_wfma"] if cr is not None else NAN,
+            "bar_per_phase": float(sr["loop_BAR"]) if sr is not None and pd.notna(sr.get("loop_BAR")) else NAN,
+            "registers": sr["registers"] if sr is not None else NAN,
+            "occupancy_pct": sr["occupancy_pct"] if sr is not None else NAN,
+            "issue_pct": cr["issue_pct"] if cr is not None else NAN,
+            "fma_pipe_pct": cr["fma_pipe_pct"] if cr is not None else NAN,
+            "moved": "", "moved_from": NAN, "moved_to": NAN, "moved_factor": NAN,
+        }
+        if prev is not None:
+            best = None
+            for col in LADDER_LEDGERS:
+                a, b = float(prev[col]), float(row[col])
+                if np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0:
+                    f = b / a
+                    if best is None or abs(math.log(f)) > abs(math.log(best[3])):
+                        best = (col, a, b, f)
+            if best is not None:
+                row.update(moved=LADDER_LEDGERS[best[0]], moved_from=best[1], moved_to=best[2], moved_factor=best[3])
+        rows.append(row)
+        prev = row
+    return pd.DataFrame(rows, columns=LADDER_COLUMNS)

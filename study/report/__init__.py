@@ -25,7 +25,7 @@ from study.report.md import gpu_name
 from study.report.sections.counters import section_counters
 from study.report.sections.experiments import section_clocks, section_shapes, section_sizes, section_strides
 from study.report.sections.ledgers import section_ledgers, section_model
-from study.report.sections.main import section_main, section_twins
+from study.report.sections.main import section_ladder, section_main, section_twins
 from study.report.sections.meta import section_figures, section_reproduce
 from study.report.sections.provenance import section_provenance
 from study.report.sections.sass import section_counted, section_sass
@@ -55,6 +55,7 @@ def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str]]]]:
     return [
         ("## Provenance", lambda run: section_provenance(run, measured)),
         ("## Main table", section_main),
+        ("## The ladder", section_ladder),
         ("## Triton twins", section_twins),
         ("## Ledgers", section_ledgers),
         ("## Calibration and model", section_model),

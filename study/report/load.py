@@ -33,6 +33,7 @@ TABLES = {
     "clocks": (files.CLOCKS, ("kernel", "t_s", "sm_clock_mhz")),
     "price_shift": (files.PRICE_SHIFT, ("price", "change_pct")),
     "twins": (files.TWINS, ("cuda",)),
+    "ladder": (files.LADDER, ("kernel", "speedup", "moved")),
     "strides": (files.STRIDES, ("kernel", "ratio")),
     "shapes": (files.SHAPES, ("label", "speedup")),
     "sizes": (files.SIZES, ("n", "footprint_bytes")),
@@ -47,7 +48,7 @@ TEXT_COLUMNS = frozenset(
     {"experiment", "label", "kernel", "impl", "config", "method", "kernels", "arch", "symbol",
      "occupancy_limited_by", "error", "flag", "explanation", "metric", "unit", "ncu_kernel", "ncu",
      "role", "cuda", "tile", "unpipelined", "pipelined", "first", "last", "top_stalls", "twin",
-     "inside_l2", "nvcc", "price", "pair", "at_other_shape"}
+     "inside_l2", "nvcc", "price", "pair", "at_other_shape", "idea", "moved"}
     | {"gpu", "cc", "torch", "triton", "cuda", "driver", "commit", "host", "run_id", "timestamp"}
 )
 

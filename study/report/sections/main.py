@@ -116,3 +116,47 @@ def section_twins(run: Run) -> list[str]:
         "",
     ]
     return lines
+
+
+def section_ladder(run: Run) -> list[str]:
+    lad = run.tables.get("ladder")
+    if lad is None:
+        return missing("the ladder", run.missing.get("ladder", "no CUDA rung was timed in the main experiment"))
+    lines = [
+        "The CUDA rungs in order, each one idea over the one before: its speed-up over the rung before, "
+        "and its ledgers — global sectors per warp FMA (the request ledger as Nsight Compute counts it), "
+        "loads per FMA counted from the code, SASS instructions per FFMA in the main loop (the issue "
+        "ledger), shared-memory wavefronts per warp FMA (Nsight Compute), barriers per phase in the SASS "
+        "main loop, registers and theoretical occupancy — and the issue rate and FMA-pipe use the "
+        "counters measured. *Moved*: the ledger that changed by the largest factor from the rung before.",
+        "",
+    ]
+    rows = [
+        [r["kernel"], r["idea"], num(r["gflops"], "{:,.0f}"), num(r["pct_cublas"], "{:.1f}%"),
+         num(r["speedup"], "{:.2f}×"), num(r["sectors_per_wfma"], "{:.2f}"), num(r["loads_per_fma"], "{:.3f}"),
+         num(r["issue_per_ffma"], "{:.3f}"), num(r["wavefronts_per_wfma"], "{:.3f}"), num(r["bar_per_phase"], "{:.0f}"),
+         num(r["registers"], "{:.0f}"), num(r["occupancy_pct"], "{:.1f}%"),
+         num(r["issue_pct"], "{:.1f}%"), num(r["fma_pipe_pct"], "{:.1f}%"),
+         f"{r['moved']}: {num(r['moved_from'], '{:.3g}')} → {num(r['moved_to'], '{:.3g}')}"
+         if isinstance(r["moved"], str) and r["moved"] else "–"]
+        for _, r in lad.iterrows()
+    ]
+    lines += md(["rung", "idea", "GFLOP/s", "% cuBLAS", "speed-up", "sectors / warp FMA", "loads/FMA",
+                 "SASS instr./FFMA", "wavefronts / warp FMA", "barriers / phase", "regs", "occupancy", "issue",
+                 "FMA pipe", "moved"], rows)
+    top = lad.loc[lad["pct_cublas"].idxmax()] if lad["pct_cublas"].notna().any() else None
+    if top is not None:
+        lines += [f"**Finding:** the ladder's fastest rung, {top['kernel']}, reaches {top['pct_cublas']:.1f}% of "
+                  f"cuBLAS; its largest single step is "
+                  + _largest_step(lad) + ".", ""]
+    return lines
+
+
+def _largest_step(lad) -> str:
+    steps = lad.dropna(subset=["speedup"])
+    if steps.empty:
+        return "not measurable (one rung)"
+    i = steps["speedup"].idxmax()
+    prev = lad.loc[lad.index[lad.index.get_loc(i) - 1], "kernel"]
+    r = steps.loc[i]
+    return f"{prev} → {r['kernel']}, {r['speedup']:.2f}× ({r['idea']})"
