@@ -11,7 +11,7 @@ final round re-times the leaders for longer, each beside a cuBLAS timing.
 
 It is the evidence behind TA's configuration space (:mod:`triton_kernels.ta_autotuned`):
 which tiles, depths and warp counts are worth autotuning over on this GPU. Rows go to
-``DIR/sweep.csv`` as they are measured (an interrupted sweep keeps them); a configuration
+``DIR/data/sweep.csv`` as they are measured (an interrupted sweep keeps them); a configuration
 that does not compile, does not fit or computes a wrong result gets a row that says so.
 ``--budget-s`` stops starting new work after that many seconds.
 """
@@ -25,9 +25,10 @@ import sys
 import time
 from pathlib import Path
 
-from study import arch
+from study import arch, rundir
 from study.cli import say
 from study.errors import InputError, first_line
+from study.rundir import RunDir
 
 # (BM, BN) block tiles; every warp count that gives MIN..MAX outputs per thread is tried
 TILES = ((64, 64), (64, 128), (128, 64), (128, 128), (32, 128), (128, 32), (32, 64), (64, 32),
@@ -143,7 +144,7 @@ class Sweep:
         self.flush = bench.L2Flush(self.gpu.l2_bytes)
         self.a, self.b, self.c = _operands(*shape)
         self.ref = self.a.double() @ self.b.double()
-        self.file = ResultsFile(out / "sweep.csv", COLUMNS)
+        self.file = ResultsFile(RunDir(out).file(rundir.SWEEP), COLUMNS)
         import triton
 
         self.common = {"M": shape[0], "N": shape[1], "K": shape[2], "triton": triton.__version__,
@@ -254,18 +255,17 @@ def run(shape, out: Path, jobs: int, budget_s: float, target_s: float, top: int)
         sw.time_cublas(target_s=4 * target_s)
         sw.measure("3", cfg, (r["status"] if r["status"] != "ok" else "compiled", r["regs"], r["spills"]),
                    target_s=4 * target_s)
-    say(f"sweep done in {time.monotonic() - t0:.0f} s: {out / 'sweep.csv'}")
+    say(f"sweep done in {time.monotonic() - t0:.0f} s: {RunDir(out).file(rundir.SWEEP)}")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     from study import cli
-    from study.rundir import RunDir
 
     p = cli.Parser(prog="python -m study.sweep", description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
     # required, checked after parsing: argparse would name a missing --out before an unknown flag
-    p.add_argument("--out", help="output directory (sweep.csv goes there; required)")
+    p.add_argument("--out", help="run directory (its data/sweep.csv; required)")
     p.add_argument("--jobs", type=int, default=max(1, (multiprocessing.cpu_count() or 2) - 1),
                    help="compile processes")
     p.add_argument("--budget-s", type=float, default=480.0, help="start no new work after this many seconds")
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = p.parse_args(argv)
         if args.out is None:
-            raise InputError("--out DIR is required: the directory sweep.csv goes into")
+            raise InputError("--out DIR is required: the run directory whose data/sweep.csv the rows go into")
         shape = cli.parse_shape(args.shape)
         for name in ("jobs", "top"):
             if getattr(args, name) < 1:
@@ -288,7 +288,12 @@ def main(argv: list[str] | None = None) -> int:
 
         if not torch.cuda.is_available():
             raise InputError("the sweep measures: it needs a CUDA GPU, and none is visible")
-        RunDir(out).create()
+        from study import gpu as gpu_mod
+
+        gpu = gpu_mod.from_device()
+        rd = RunDir(out)
+        rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), resume=True)  # one GPU per directory
+        rd.create()
         return run(shape, out, args.jobs, args.budget_s, args.target_s, args.top)
 
     return cli.main(body)

@@ -61,7 +61,7 @@ def test_cli_without_a_gpu_measures_nothing(tmp_path):
                           text=True, cwd=REPO, timeout=120)
     assert done.returncode == 2
     assert "needs a CUDA GPU" in done.stderr and "Traceback" not in done.stderr
-    assert not (tmp_path / "sweep.csv").exists()
+    assert not (tmp_path / "data" / "sweep.csv").exists()
 
 
 def test_recorded_h200_sweep_backs_the_ta_space():

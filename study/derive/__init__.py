@@ -141,6 +141,7 @@ def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool 
     counters = tables.counters(ncu) if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None
     write(rd_files.COUNTERS, counters)
     write(rd_files.LADDER, tables.ladder(table, sass_df, counters))
+    write(rd_files.CLOCK_SUMMARY, tables.clocks(rows, read_csv(rd.file(rd_files.CLOCKS)), gpu.sm_clock_mhz))
     seed_ledgers, seed_model = replay_seed(seed)
     write(rd_files.SEED_LEDGERS, seed_ledgers)
     write(rd_files.SEED_MODEL, seed_model)

@@ -422,3 +422,34 @@ def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFr
         rows.append(row)
         prev = row
     return pd.DataFrame(rows, columns=LADDER_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# E6: the SM clock sampled during the main table's timings
+
+CLOCK_COLUMNS = ["kernel", "median_mhz", "pct_of_max", "samples", "lo_mhz", "hi_mhz", "run_median_mhz",
+                 "run_pct_of_max", "max_over_median"]
+
+
+def clocks(results: pd.DataFrame, samples: pd.DataFrame | None, max_mhz: float) -> pd.DataFrame:
+    """Per kernel of the main table: the median sampled SM clock, as % of the device max, the sample
+    count and range; and on every row the run's median over the main table, its % of the max and
+    the factor a % of peak reads at that clock against the max clock."""
+    main = main_rows(results)
+    if "sm_clock_mhz" not in main.columns:
+        return pd.DataFrame(columns=CLOCK_COLUMNS)
+    main = main[pd.to_numeric(main["sm_clock_mhz"], errors="coerce") > 0]
+    if main.empty:
+        return pd.DataFrame(columns=CLOCK_COLUMNS)
+    span = {}
+    if samples is not None and {"kernel", "sm_clock_mhz"} <= set(samples.columns):
+        s = samples[samples["experiment"].astype(str) == "main"] if "experiment" in samples.columns else samples
+        span = {str(k): (g["sm_clock_mhz"].min(), g["sm_clock_mhz"].max()) for k, g in s.groupby("kernel")}
+    med = float(pd.to_numeric(main["sm_clock_mhz"]).median())
+    rows = [{"kernel": r["kernel"], "median_mhz": float(r["sm_clock_mhz"]),
+             "pct_of_max": 100 * float(r["sm_clock_mhz"]) / max_mhz,
+             "samples": r.get("clock_samples", NAN), "lo_mhz": span.get(str(r["kernel"]), (NAN, NAN))[0],
+             "hi_mhz": span.get(str(r["kernel"]), (NAN, NAN))[1], "run_median_mhz": med,
+             "run_pct_of_max": 100 * med / max_mhz, "max_over_median": max_mhz / med}
+            for _, r in main.iterrows()]
+    return pd.DataFrame(rows, columns=CLOCK_COLUMNS)

@@ -34,6 +34,7 @@ TABLES = {
     "price_shift": (files.PRICE_SHIFT, ("price", "change_pct")),
     "twins": (files.TWINS, ("cuda",)),
     "ladder": (files.LADDER, ("kernel", "speedup", "moved")),
+    "clock_summary": (files.CLOCK_SUMMARY, ("kernel", "median_mhz", "run_median_mhz")),
     "strides": (files.STRIDES, ("kernel", "ratio")),
     "shapes": (files.SHAPES, ("label", "speedup")),
     "sizes": (files.SIZES, ("n", "footprint_bytes")),

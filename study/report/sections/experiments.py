@@ -10,10 +10,8 @@ from study import kernels as registry
 from study.report.figures import figref
 from study.report.load import NOT_IN_RUN, Run
 from study.report.md import (
-    col,
     experiment_rows,
     labels_in,
-    main_rows,
     md,
     missing,
     num,
@@ -159,22 +157,16 @@ def _stride_findings(tab, la: str, lb: str) -> list[str]:
 
 
 def section_clocks(run: Run) -> list[str]:
-    main = main_rows(run.results)
-    main = main[col(main, "sm_clock_mhz") > 0]
-    if main.empty:
+    tab = run.tables.get("clock_summary")
+    if tab is None:
         return (missing("sampled SM clocks", "results.csv records no sampled clock for the main experiment")
                 + figref(run, "clocks"))
     mx = run.gpu.sm_clock_mhz if run.gpu else math.nan
     samples = run.tables.get("clocks")
-    span = {}
-    if samples is not None:
-        s = samples[samples["experiment"].astype(str) == "main"] if "experiment" in samples.columns else samples
-        span = {k: (g["sm_clock_mhz"].min(), g["sm_clock_mhz"].max()) for k, g in s.groupby("kernel")}
     rows = [
-        [r["kernel"], f"{r['sm_clock_mhz']:.0f}", num(100 * r["sm_clock_mhz"] / mx, "{:.1f}%"),
-         num(r.get("clock_samples"), "{:.0f}"),
-         (f"{span[r['kernel']][0]:.0f}–{span[r['kernel']][1]:.0f}" if r["kernel"] in span else "–")]
-        for _, r in main.iterrows()
+        [r["kernel"], f"{r['median_mhz']:.0f}", num(r["pct_of_max"], "{:.1f}%"), num(r["samples"], "{:.0f}"),
+         f"{r['lo_mhz']:.0f}–{r['hi_mhz']:.0f}" if np.isfinite(r["lo_mhz"]) else "–"]
+        for _, r in tab.iterrows()
     ]
     lines = [
         "Median SM clock sampled through NVML during each main-table timing, against the "
@@ -183,14 +175,14 @@ def section_clocks(run: Run) -> list[str]:
         "",
     ]
     lines += md(["kernel", "median sampled MHz", "% of max", "samples", "sample range MHz"], rows)
-    med = float(main["sm_clock_mhz"].median())
-    lo, hi = main.loc[main["sm_clock_mhz"].idxmin()], main.loc[main["sm_clock_mhz"].idxmax()]
+    first = tab.iloc[0]
+    lo, hi = tab.loc[tab["median_mhz"].idxmin()], tab.loc[tab["median_mhz"].idxmax()]
     lines += [
-        f"**Finding:** the median sampled SM clock over the main table is {med:.0f} MHz"
-        + (f", {100 * med / mx:.1f}% of the {mx:.0f} MHz max (at that clock a % of peak reads "
-           f"{mx / med:.3f}× its max-clock value)" if np.isfinite(mx) else "")
-        + f"; per kernel it ranges from {lo['sm_clock_mhz']:.0f} MHz ({lo['kernel']}) to "
-        f"{hi['sm_clock_mhz']:.0f} MHz ({hi['kernel']}).",
+        f"**Finding:** the median sampled SM clock over the main table is {first['run_median_mhz']:.0f} MHz"
+        + (f", {first['run_pct_of_max']:.1f}% of the {mx:.0f} MHz max (at that clock a % of peak reads "
+           f"{first['max_over_median']:.3f}× its max-clock value)" if np.isfinite(mx) else "")
+        + f"; per kernel it ranges from {lo['median_mhz']:.0f} MHz ({lo['kernel']}) to "
+        f"{hi['median_mhz']:.0f} MHz ({hi['kernel']}).",
         "",
     ]
     return lines + figref(run, "clocks")

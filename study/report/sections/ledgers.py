@@ -69,7 +69,7 @@ def section_model(run: Run) -> list[str]:
         lines += _price_shift(run.tables.get("price_shift"))
     pr = run.tables.get("predictions")
     if pr is None:
-        lines += missing("per-kernel predictions", run.missing.get("predictions", "predictions.csv"))
+        lines += missing("per-kernel predictions", run.missing["predictions"])
     else:
         rows = [
             [r["kernel"], r["role"], num(r["measured"], "{:.3f}"),
@@ -83,7 +83,7 @@ def section_model(run: Run) -> list[str]:
     loo = run.tables.get("loo")
     lines += ["### Leave-one-out", ""]
     if loo is None:
-        lines += missing("leave-one-out errors", run.missing.get("loo", "loo.csv"))
+        lines += missing("leave-one-out errors", run.missing["loo"])
     else:
         rows = [
             [r["kernel"], num(r.get("measured_cadence"), "{:.3f}"), num(r.get("predicted_cadence"), "{:.3f}"),

@@ -102,7 +102,7 @@ def section_counted(run: Run) -> list[str]:
     c = run.tables.get("cvc")
     if c is None:
         return lines + missing(
-            "the counted-vs-compiled check", run.missing.get("cvc", "counted_vs_compiled.csv")
+            "the counted-vs-compiled check", run.missing["cvc"]
         )
     c = in_order(c)
     lines += [
