@@ -382,6 +382,15 @@ def select(spec: str | None) -> list[Kernel]:
     return picked
 
 
+def resolve(kernels) -> list[Kernel]:
+    """Registry entries from Kernel objects, ids, a "K3,K6" spec, or None (the whole registry)."""
+    if kernels is None:
+        return list(KERNELS)
+    if isinstance(kernels, str):
+        return [get(s.strip()) for s in kernels.split(",") if s.strip()]
+    return [get(k) if isinstance(k, str) else k for k in kernels]
+
+
 def twins_of(cuda_kernel_id: str) -> list[Kernel]:
     """The Triton kernels that mirror a CUDA kernel: those naming it as their ``twin`` and those
     with its block tile and threads per block (so K5 gets T5/T5p, whose ``twin`` is K6)."""

@@ -10,17 +10,7 @@ from __future__ import annotations
 
 import math
 
-
-def _kernels(kernels) -> list:
-    """Registry entries from Kernel objects, ids, a "K3,K6" spec, or None (the whole registry)."""
-    from study import kernels as registry
-
-    if kernels is None:
-        return list(registry.KERNELS)
-    if isinstance(kernels, str):
-        return [registry.get(s.strip()) for s in kernels.split(",") if s.strip()]
-    return [registry.get(k) if isinstance(k, str) else k for k in kernels]
-
+from study import kernels as registry
 
 TOLERANCE = 0.10
 
@@ -81,7 +71,7 @@ def counted_vs_compiled(sass_df, kernels=None):
     """
     import pandas as pd
 
-    ks = {k.id: k for k in _kernels(kernels) if k.impl == "cuda" and k.counted is not None}
+    ks = {k.id: k for k in registry.resolve(kernels) if k.impl == "cuda" and k.counted is not None}
     rows = []
     for _, r in sass_df.iterrows():
         k = ks.get(r["kernel"])

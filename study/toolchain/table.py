@@ -13,6 +13,7 @@ import math
 import subprocess
 
 from study import arch as arches
+from study import kernels as registry
 from study.errors import InputError
 from study.toolchain import tools
 from study.toolchain.compile import CompileError, compile_cuda, compile_triton, resources_cuda
@@ -31,17 +32,6 @@ TABLE_COLUMNS = [
     "occupancy_pct", "occupancy_limited_by", "nvcc", "triton", "error",
 ]
 _TEXT_COLUMNS = ("symbol", "config", "occupancy_limited_by", "nvcc", "triton", "error")
-
-
-def as_kernels(kernels) -> list:
-    """Registry entries from Kernel objects, ids, a "K3,K6" spec, or None (the whole registry)."""
-    from study import kernels as registry
-
-    if kernels is None:
-        return list(registry.KERNELS)
-    if isinstance(kernels, str):
-        return [registry.get(s.strip()) for s in kernels.split(",") if s.strip()]
-    return [registry.get(k) if isinstance(k, str) else k for k in kernels]
 
 
 def _check_tools(kernels: list) -> None:
@@ -123,7 +113,7 @@ def sass_table(kernels=None, arch="sm_90", configs: dict[str, dict] | None = Non
     a = arches.get(arch)
     import pandas as pd
 
-    picked = [k for k in as_kernels(kernels) if k.impl in ("cuda", "triton")]
+    picked = [k for k in registry.resolve(kernels) if k.impl in ("cuda", "triton")]
     configs = dict(configs or {})
     for k in picked:
         if k.id in configs and not (k.impl == "triton" and k.tuned):
