@@ -61,6 +61,17 @@ def points(experiment: str, main_shape: tuple[int, int, int] = (4096, 4096, 4096
     raise InputError(f"unknown experiment {experiment!r}; known: {', '.join(EXPERIMENTS)}")
 
 
+def stride_shapes(kernels) -> list[tuple[int, int, int]]:
+    """The shapes of the stride experiment and the aligned ones ``kernels`` run it at instead
+    (4096^3, 4097^3 and 4100^3 today): where the SASS is read to explain the stride penalty."""
+    shapes = []
+    for p in points("strides"):
+        for s in [(p.M, p.N, p.K)] + [shape_for(k, p) for k in kernels]:
+            if s is not None and s not in shapes:
+                shapes.append(s)
+    return sorted(shapes)
+
+
 def parse(spec: str | None) -> list[str]:
     """Experiment names from a comma-separated spec; the default is all of them."""
     if spec is None:

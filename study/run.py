@@ -238,25 +238,29 @@ def measure(plan: Plan) -> int:
 # --- steps ---------------------------------------------------------------------------------------
 
 
-def sass_table(plan: Plan, arch: str, configs: dict):
-    """The SASS ledger (E5) of the chosen kernels: needs nvcc and cuobjdump, never a GPU; None
-    (with one line) when a tool is missing."""
+def sass_tables(plan: Plan, arch: str, configs: dict):
+    """The SASS ledger (E5) of the chosen kernels and their load widths at the stride
+    experiment's shapes: needs nvcc and cuobjdump, never a GPU; (None, None) with one line when
+    a tool is missing."""
     from study.toolchain import table, tools
 
+    chosen = [k for k in plan.kernels if k.impl != "cublas"]
     try:
-        return table.sass_table([k for k in plan.kernels if k.impl != "cublas"], arch, configs=configs)
+        return (table.sass_table(chosen, arch, configs=configs),
+                table.stride_table(chosen, experiments.stride_shapes(chosen), arch, configs=configs))
     except tools.SassUnavailable as e:
         say(str(e))  # the message says "SASS skipped: ..." itself
-        return None
+        return None, None
 
 
 def run_sass(plan: Plan, rd: RunDir, arch: str, configs: dict) -> None:
     """The run's own SASS, compiled by the toolchain that built what was timed: an input of the run."""
     from study import console
 
-    df = sass_table(plan, arch, configs)
+    df, widths = sass_tables(plan, arch, configs)
     if df is not None:
         df.to_csv(rd.file(rundir.SASS), index=False)
+        widths.to_csv(rd.file(rundir.SASS_STRIDES), index=False)
         console.print_sass(df, arch, "this run's toolchain")
 
 
@@ -265,12 +269,13 @@ def local_sass(plan: Plan, rd: RunDir) -> None:
     the run (``local/``), labelled with its toolchain, and never mixed into the run's tables."""
     from study import console, derive, measure
 
-    df = sass_table(plan, plan.arch or "sm_90", measure.tuned_configs(derive.read_results(rd)))
+    arch = plan.arch or "sm_90"
+    df, widths = sass_tables(plan, arch, measure.tuned_configs(derive.read_results(rd)))
     if df is None:
         return
     rd.local.mkdir(parents=True, exist_ok=True)
-    arch = plan.arch or "sm_90"
     df.to_csv(rd.local / f"sass_{arch}.csv", index=False)
+    widths.to_csv(rd.local / f"sass_strides_{arch}.csv", index=False)
     console.print_sass(df, arch, f"this machine's toolchain, in {rd.local / f'sass_{arch}.csv'}")
 
 

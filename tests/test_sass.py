@@ -512,3 +512,19 @@ def test_triton_compiles_are_remembered_per_config_and_tuning_state(sass_cache):
     assert tuned["config"] == small and tuned["cubin"] == a["cubin"]
     assert tc.compile_triton(ta_kernel, ARCH)["cubin"] != a["cubin"]
 
+
+
+@needs_tools
+def test_triton_loses_its_128_bit_loads_at_an_unaligned_stride():
+    """T5's 32x128x32 tile with 4 warps: per thread per phase A is 32*32/128 = 8 floats (2 float4)
+    and B 32*128/128 = 32 floats (8 float4): 10 LDG.128 at n = 4096, whose strides are multiples
+    of 16, and 40 LDG.32 at n = 4097, where Triton cannot assume aligned rows. K6's binary is the
+    same at every shape and refuses 4097 (its 128-bit loads need N and K multiples of 4)."""
+    from study.toolchain import table
+
+    df = table.stride_table("T5,K6", [(4096,) * 3, (4097,) * 3], ARCH).set_index(["kernel", "M"])
+    assert (df.at[("T5", 4096), "loop_LDG128"], df.at[("T5", 4096), "loop_LDG32"]) == (10, 0)
+    assert (df.at[("T5", 4097), "loop_LDG128"], df.at[("T5", 4097), "loop_LDG32"]) == (0, 40)
+    assert bool(df.at[("T5", 4097), "specialised"]) and not bool(df.at[("K6", 4096), "specialised"])
+    assert df.at[("K6", 4096), "loop_LDG128"] == 10
+    assert "multiple of 4" in df.at[("K6", 4097), "error"]

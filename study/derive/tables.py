@@ -453,3 +453,32 @@ def clocks(results: pd.DataFrame, samples: pd.DataFrame | None, max_mhz: float) 
              "run_pct_of_max": 100 * med / max_mhz, "max_over_median": max_mhz / med}
             for _, r in main.iterrows()]
     return pd.DataFrame(rows, columns=CLOCK_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# E4 by mechanism: the main loop's global-load widths at the stride experiment's shapes
+
+STRIDE_LOAD_COLUMNS = ["kernel", "impl", "M", "N", "K", "specialised", "loads_128", "loads_64", "loads_32",
+                       "async", "error"]
+
+
+def stride_loads(widths: pd.DataFrame | None) -> pd.DataFrame:
+    """Per kernel and shape: the main loop's global loads (synchronous LDG and cp.async LDGSTS
+    together) by width, from the SASS compiled as a launch at that shape would be."""
+    if widths is None or "kernel" not in widths.columns:
+        return pd.DataFrame(columns=STRIDE_LOAD_COLUMNS)
+
+    def total(r, w):
+        return sum(float(r.get(f"loop_{op}{w}", 0) or 0) for op in ("LDG", "LDGSTS"))
+
+    rows = []
+    for _, r in in_order(widths).iterrows():
+        err = r.get("error")
+        err = err if isinstance(err, str) else ""
+        rows.append({"kernel": r["kernel"], "impl": r["impl"], "M": r["M"], "N": r["N"], "K": r["K"],
+                     "specialised": r.get("specialised"),
+                     "loads_128": NAN if err else total(r, 128), "loads_64": NAN if err else total(r, 64),
+                     "loads_32": NAN if err else total(r, 32),
+                     "async": (not err) and sum(float(r.get(f"loop_LDGSTS{w}", 0) or 0) for w in (32, 64, 128)) > 0,
+                     "error": err})
+    return pd.DataFrame(rows, columns=STRIDE_LOAD_COLUMNS)

@@ -155,15 +155,18 @@ def resources_cuda(kernel, arch="sm_90") -> dict:
 # Triton
 
 
-def compile_triton(kernel, arch="sm_90", config: dict | None = None) -> dict:
+def compile_triton(kernel, arch="sm_90", config: dict | None = None,
+                   shape: tuple[int, int, int] | None = None) -> dict:
     """Ahead-of-time compile of a Triton kernel for ``arch`` (no GPU needed).
 
     Goes through ``triton_kernels.aot`` with the registry entry's module (``kernel.target``)
     at the registry's ``num_stages`` and the 4096^3 representative launch. ``config``
     (autotuned kernels only; keys ``CONFIG_KEYS``) picks the configuration to compile; without
     it TA takes the winner its autotuner holds in this process for 4096^3, else its module's
-    ``DEFAULT_CONFIG``. An autotuned kernel is also given the arch's shared memory per block,
-    so that a configuration that cannot launch there is refused. Returns ``{"cubin": Path,
+    ``DEFAULT_CONFIG``. ``shape`` (default 4096^3) is the launch whose integer arguments the
+    compile specialises on: Triton compiles a stride divisible by 16 apart from one that is not
+    (4097), and only the first gets 128-bit loads. An autotuned kernel is also given the arch's
+    shared memory per block, so that a configuration that cannot launch there is refused. Returns ``{"cubin": Path,
     "name", "smem_bytes", "threads", "num_stages", "config"}`` with the cubin written to the
     cache directory; ``config`` is the configuration actually compiled (a dict with
     ``CONFIG_KEYS``) for an autotuned kernel, None for the others.
@@ -174,7 +177,8 @@ def compile_triton(kernel, arch="sm_90", config: dict | None = None) -> dict:
     """
     a = arches.get(arch)
     aot = _triton_aot(kernel)
-    options = {"num_stages": kernel.num_stages, "config": dict(config) if config else None}
+    options = {"num_stages": kernel.num_stages, "config": dict(config) if config else None,
+               "shape": tuple(shape) if shape else None}
     if kernel.tuned:
         options["smem_limit"] = a.smem_per_block
     try:

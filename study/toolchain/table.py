@@ -18,7 +18,7 @@ from study.errors import InputError
 from study.toolchain import tools
 from study.toolchain.compile import CompileError, compile_cuda, compile_triton, resources_cuda
 from study.toolchain.occupancy import occupancy_limits
-from study.toolchain.sass import dump_sass, histogram, loop_histogram, resources_cubin, spill_bytes
+from study.toolchain.sass import dump_sass, histogram, loop_histogram, main_loop, resources_cubin, spill_bytes
 
 TABLE_COLUMNS = [
     "kernel", "impl", "arch", "symbol",
@@ -136,3 +136,58 @@ def sass_table(kernels=None, arch="sm_90", configs: dict[str, dict] | None = Non
             df[col] = df[col].fillna("")
     extra = [c for c in df.columns if c not in TABLE_COLUMNS]
     return df[TABLE_COLUMNS + extra]
+
+
+# ---------------------------------------------------------------------------------------------
+# Load widths at the stride experiment's shapes
+
+WIDTH_OPS = ("LDG", "LDGSTS")
+WIDTH_COLUMNS = ["kernel", "impl", "arch", "M", "N", "K", "specialised",
+                 *[f"loop_{op}{w}" for op in WIDTH_OPS for w in (32, 64, 128)], "error"]
+
+
+def load_widths(instrs) -> dict[str, int]:
+    """Global loads of the main loop by width: ``loop_LDG32/64/128`` and ``loop_LDGSTS32/64/128``
+    (cp.async copies 4, 8 or 16 bytes per thread)."""
+    out = {f"loop_{op}{w}": 0 for op in WIDTH_OPS for w in (32, 64, 128)}
+    for ins in main_loop(instrs):
+        if ins.base in WIDTH_OPS and ins.width in (32, 64, 128):
+            out[f"loop_{ins.base}{ins.width}"] += 1
+    return out
+
+
+def stride_table(kernels, shapes, arch="sm_90", configs: dict[str, dict] | None = None):
+    """The main loop's global-load widths of each kernel at each of ``shapes``, compiled as a launch
+    at that shape would be (no GPU needed).
+
+    A Triton kernel is compiled anew per shape: Triton specialises its integer arguments on
+    divisibility by 16, so at n = 4097 (or 4100) the strides lose their 128-bit loads. A CUDA
+    kernel is one binary for every shape (``specialised`` False): its load widths are the code's,
+    and a shape it refuses (K6…K10 at 4097) is a row with ``error`` set. Same tool needs and
+    errors as ``sass_table``.
+    """
+    a = arches.get(arch)
+    picked = [k for k in registry.resolve(kernels) if k.impl in ("cuda", "triton")]
+    _check_tools(picked)
+    configs = configs or {}
+    rows = []
+    for k in picked:
+        for shape in shapes:
+            row = {"kernel": k.id, "impl": k.impl, "arch": a.sm, "M": shape[0], "N": shape[1], "K": shape[2],
+                   "specialised": k.impl == "triton", "error": ""}
+            try:
+                if k.impl == "cuda":
+                    refused = k.constraint_error(*shape)
+                    if refused:
+                        raise CompileError(refused)
+                    cubin, symbol = compile_cuda(k, a), k.symbol
+                else:
+                    t = compile_triton(k, a, configs.get(k.id) if k.tuned else None, shape=shape)
+                    cubin, symbol = t["cubin"], t["name"]
+                row.update(load_widths(dump_sass(cubin, symbol)))
+            except CompileError as e:
+                row["error"] = str(e)
+            rows.append(row)
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=WIDTH_COLUMNS)

@@ -111,7 +111,48 @@ def section_strides(run: Run) -> list[str]:
     lines += md(["kernel", f"shape ({la})", "ms", f"shape ({lb})", "ms", "time ratio", "change"], rows)
     for s in _stride_findings(tab, la, lb):
         lines += [f"**Finding:** {s}", ""]
-    return lines + figref(run, "strides")
+    return lines + _stride_mechanism(run) + figref(run, "strides")
+
+
+def _widths(r) -> str:
+    if isinstance(r["error"], str) and r["error"]:
+        return "refused"
+    parts = [f"{int(r[f'loads_{w}'])}×{w}-bit" for w in (128, 64, 32) if r[f"loads_{w}"] > 0]
+    kind = " (cp.async)" if truthy(r["async"]) else ""
+    return (", ".join(parts) or "none") + kind
+
+
+def _stride_mechanism(run: Run) -> list[str]:
+    """The main loop's global loads by width at each stride shape, from the SASS of that launch."""
+    sl = run.tables.get("stride_loads")
+    if sl is None:
+        return missing("the load widths at these shapes", run.missing.get("stride_loads", "?")
+                       + " (the SASS at the stride shapes: data/sass_strides.csv, written by a measured run)")
+    shapes = sorted({(int(r.M), int(r.N), int(r.K)) for r in sl.itertuples()})
+    cells = {(r.kernel, (int(r.M), int(r.N), int(r.K))): _widths(sl.loc[i]) for i, r in sl.iterrows()}
+    kernels = list(dict.fromkeys(sl["kernel"]))
+    lines = [
+        "By mechanism: the main loop's global loads (LDG and cp.async LDGSTS) by width, read from the SASS "
+        "compiled as a launch at each shape would be. Triton specialises integer arguments on divisibility by "
+        "16, so it compiles a stride of 4097 or 4100 apart from 4096; a CUDA kernel is one binary for every "
+        "shape, and one with 128-bit loads refuses a size that is not a multiple of 4.",
+        "",
+    ]
+    rows = [[k, *[cells.get((k, s), "–") for s in shapes]] for k in kernels]
+    lines += md(["kernel", *[f"n = {s[0]}" if s[0] == s[1] == s[2] else shape(*s) for s in shapes]], rows)
+    lost = [k for k in kernels
+            if (k, shapes[0]) in cells and "128-bit" in cells[(k, shapes[0])]
+            and any((k, s) in cells and "128-bit" not in cells[(k, s)] and cells[(k, s)] != "refused"
+                    for s in shapes[1:])]
+    if lost:
+        by = {(r.kernel, (int(r.M), int(r.N), int(r.K))): r for r in sl.itertuples()}
+        a = shapes[0]
+        fourfold = all(by[(k, s)].loads_32 == 4 * by[(k, a)].loads_128 + by[(k, a)].loads_32
+                       for k in lost for s in shapes[1:] if (k, s) in by and cells[(k, s)] != "refused")
+        lines += [f"**Finding:** at n = {a[0]} {', '.join(lost)} load with 128-bit instructions and lose them "
+                  "at the unaligned sizes" + (", where each 128-bit load of the main loop becomes four 32-bit ones"
+                                               if fourfold else "") + ".", ""]
+    return lines
 
 
 def _stride_findings(tab, la: str, lb: str) -> list[str]:
