@@ -55,8 +55,16 @@ COUNTERS = "counters.csv"
 CLOCK_SUMMARY = "clock_summary.csv"
 SEED_LEDGERS = "seed_ledgers.csv"
 SEED_MODEL = "seed_model.csv"
+# the bound model (study.derive.bounds, docs/bounds.md)
+BOUNDS = "bounds.csv"
+BOUND_CONSTANTS = "bound_constants.csv"
+BOUND_STEPS = "bound_steps.csv"
+BOUND_FINDINGS = "bound_findings.csv"
+BOUND_TRAVEL = "bound_travel.csv"
+MODEL_ERRORS = "model_errors.csv"
 DERIVED = (LEDGERS, MODEL, LOO, MODEL_SASS, COUNTED_VS_COMPILED, PREDICTIONS, PRICE_SHIFT, TWINS, LADDER, STRIDES, SHAPES,
-           SIZES, SIZE_STEP, COUNTERS, CLOCK_SUMMARY, SEED_LEDGERS, SEED_MODEL)
+           SIZES, SIZE_STEP, COUNTERS, CLOCK_SUMMARY, SEED_LEDGERS, SEED_MODEL,
+           BOUNDS, BOUND_CONSTANTS, BOUND_STEPS, BOUND_FINDINGS, BOUND_TRAVEL, MODEL_ERRORS)
 
 REPORT = "REPORT.md"
 FIGURES = "figures"

@@ -127,7 +127,7 @@ def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool 
     write = _writer(rd)
     write(rd_files.LEDGERS, table)
     write(rd_files.MODEL, mtab)
-    write(rd_files.LOO, loo)
+    write(rd_files.LOO, loo)  # rewritten below with the bound model's rows appended
     write(rd_files.MODEL_SASS, sass_fit.predictions if sass_fit is not None else None)
     write(rd_files.COUNTED_VS_COMPILED, _counted_vs_compiled(sass_df))
     write(rd_files.PREDICTIONS, tables.predictions(table, mtab, sass_fit.predictions if sass_fit else None))
@@ -145,9 +145,40 @@ def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool 
     seed_ledgers, seed_model = replay_seed(seed)
     write(rd_files.SEED_LEDGERS, seed_ledgers)
     write(rd_files.SEED_MODEL, seed_model)
+    _write_bounds(write, table, ncu, sass_df, gpu, loo, seed_ledgers,
+                  tables.predictions(table, mtab, sass_fit.predictions if sass_fit else None))
     for reason, steps in skipped.items():
         say(f"model: skipped {', '.join(steps)} ({reason})")
     return Derived(gpu, source, table, mtab, skipped)
+
+
+def _write_bounds(write, table, ncu, sass_df, gpu, loo, seed_ledgers, predictions) -> None:
+    """The bound model (``bounds``): its tables, model_errors.csv beside the seed's methods, and
+    loo.csv with a ``method`` column (the seed's rows "lstsq") and the bound model's rows appended."""
+    from study.derive import bounds
+
+    has_ncu = ncu is not None and {"metric", "value"} <= set(ncu.columns)
+    bm = bounds.run(table, ncu, sass_df, gpu) if has_ncu else None
+    seed_loo = None if loo is None else loo.assign(method="lstsq", error_pct=loo["model_error_pct"])
+    seed_rows = bounds.seed_rows(table, predictions)
+    if bm is None:
+        write(rd_files.LOO, seed_loo)
+        for name in (rd_files.BOUNDS, rd_files.BOUND_CONSTANTS, rd_files.BOUND_STEPS):
+            write(name, None)
+        why = bounds.why_not(table, ncu if has_ncu else None, sass_df, gpu)
+        write(rd_files.BOUND_FINDINGS, bounds.not_fitted(why))
+        write(rd_files.MODEL_ERRORS, seed_rows if len(seed_rows) else None)
+        inp = bounds.inputs(table, None, None, bounds.machine(gpu))
+        write(rd_files.BOUND_TRAVEL, bounds.travel(table, inp, seed_ledgers))
+        return
+    errors = bounds.model_errors(bm.predictions, bm.constants, seed_rows)
+    write(rd_files.LOO, pd.concat([x for x in (seed_loo, bm.loo) if x is not None], ignore_index=True))
+    write(rd_files.BOUNDS, bm.predictions)
+    write(rd_files.BOUND_CONSTANTS, bounds.constants_table(bm.constants, bounds.machine(gpu)))
+    write(rd_files.BOUND_STEPS, bounds.steps(bm.predictions))
+    write(rd_files.BOUND_FINDINGS, bounds.findings(bm.predictions, bm.constants, bm.loo, errors))
+    write(rd_files.BOUND_TRAVEL, bounds.travel(table, bm.inputs, seed_ledgers))
+    write(rd_files.MODEL_ERRORS, errors)
 
 
 def _writer(rd: RunDir):

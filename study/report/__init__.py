@@ -22,6 +22,7 @@ from study.report import figures
 from study.report.figures import FIGURES, Skip  # noqa: F401
 from study.report.load import Run, load
 from study.report.md import gpu_name
+from study.report.sections.bounds import section_bounds
 from study.report.sections.counters import section_counters
 from study.report.sections.experiments import section_clocks, section_shapes, section_sizes, section_strides
 from study.report.sections.ledgers import section_ledgers, section_model
@@ -59,6 +60,7 @@ def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str]]]]:
         ("## Triton twins", section_twins),
         ("## Ledgers", section_ledgers),
         ("## Calibration and model", section_model),
+        ("## Bound model", section_bounds),
         ("## Occupancy and SASS", section_sass),
         ("## Counted vs compiled", section_counted),
         ("## Experiments", lambda run: []),

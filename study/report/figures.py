@@ -311,10 +311,45 @@ def fig_clocks(run: Run, fig_dir: Path) -> Path:
     return _finish(fig, run, "SM clock sampled during the timings", fig_dir, "clocks")
 
 
+def fig_bounds(run: Run, fig_dir: Path) -> Path:
+    """Both models, measured vs predicted cadence, the ±10% band: the bound model's points coloured
+    by their binding resource, the seed model's (its three price sets) in grey shades."""
+    pts = table(run, "model_errors")
+    pts = pts[(pts["measured_cadence"] > 0) & (pts["predicted_cadence"] > 0)].copy()
+    if pts.empty:
+        raise Skip("no prediction beside a measured cadence")
+    ours = pts["method"].astype(str) == "bound"
+    pts["point"] = np.where(ours, "bound model: " + pts["bound"].astype(str),
+                            "seed model: " + pts["method"].astype(str))
+    lo = pts[["measured_cadence", "predicted_cadence"]].min().min() / 1.5
+    hi = pts[["measured_cadence", "predicted_cadence"]].max().max() * 1.5
+    x = np.logspace(np.log10(lo), np.log10(hi), 50)
+    fig, ax = _figure((7, 6))
+    ax.fill_between(x, x * (1 - BAND_PCT / 100), x * (1 + BAND_PCT / 100), color="0.85",
+                    label=f"±{BAND_PCT:.0f}%")
+    ax.plot(x, x, c="0.3", lw=1, label="predicted = measured")
+    seed = pts[~ours]
+    if len(seed):
+        sns.scatterplot(seed, x="measured_cadence", y="predicted_cadence", hue="point", s=18, alpha=0.6,
+                        palette="Greys", ax=ax)
+    if ours.any():
+        sns.scatterplot(pts[ours], x="measured_cadence", y="predicted_cadence", hue="point", s=60,
+                        palette="deep", marker="D", ax=ax)
+        for _, r in pts[ours].iterrows():
+            ax.annotate(r["kernel"], (r["measured_cadence"], r["predicted_cadence"]),
+                        textcoords="offset points", xytext=(4, -8), fontsize=7)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
+           xlabel="measured cadence (cycles per warp-FMA per SM)",
+           ylabel="predicted cadence (cycles per warp-FMA per SM)")
+    ax.legend(fontsize=7)
+    return _finish(fig, run, "Bound model and seed model: predicted vs measured", fig_dir, "bounds")
+
+
 FIGURES: dict[str, Callable[[Run, Path], Path]] = {
     "throughput": fig_throughput,
     "roofline": fig_roofline,
     "model": fig_model,
+    "bounds": fig_bounds,
     "loads_per_fma": fig_loads_per_fma,
     "shapes": fig_shapes,
     "strides": fig_strides,

@@ -43,6 +43,12 @@ TABLES = {
     "counters": (files.COUNTERS, ("kernel", "M", "N", "K", "inst_per_wfma")),
     "seed_ledgers": (files.SEED_LEDGERS, ("kernel", "gflops", "cadence")),
     "seed_model": (files.SEED_MODEL, ("method", "p_ldg", "gpu")),
+    "bounds": (files.BOUNDS, ("kernel", "measured_cadence", "predicted_cadence", "bound")),
+    "bound_constants": (files.BOUND_CONSTANTS, ("constant", "value")),
+    "bound_steps": (files.BOUND_STEPS, ("from", "to", "moved")),
+    "bound_findings": (files.BOUND_FINDINGS, ("finding", "value")),
+    "bound_travel": (files.BOUND_TRAVEL, ("where", "applied")),
+    "model_errors": (files.MODEL_ERRORS, ("method", "kernel", "error_pct")),
 }
 # every other column of every input is a number: a text cell there becomes NaN and prints as "–"
 TEXT_COLUMNS = frozenset(
@@ -50,6 +56,8 @@ TEXT_COLUMNS = frozenset(
      "occupancy_limited_by", "error", "flag", "explanation", "metric", "unit", "ncu_kernel", "ncu",
      "role", "cuda", "tile", "unpipelined", "pipelined", "first", "last", "top_stalls", "twin",
      "inside_l2", "nvcc", "price", "pair", "at_other_shape", "idea", "moved"}
+    | {"bound", "warps_from", "exposed", "constant", "meaning", "fitted", "from", "to", "from_bound",
+       "to_bound", "changed", "finding", "note", "where", "applied", "why", "unit"}
     | {"gpu", "cc", "torch", "triton", "cuda", "driver", "commit", "host", "run_id", "timestamp"}
 )
 

@@ -81,6 +81,8 @@ def section_model(run: Run) -> list[str]:
     if "model_sass" in run.missing:
         lines += [f"*SASS-priced predictions: {run.missing['model_sass']}.*", ""]
     loo = run.tables.get("loo")
+    if loo is not None and "method" in loo.columns:  # the seed's rows; the bound model's are in its section
+        loo = loo[loo["method"].astype(str) == "lstsq"]
     lines += ["### Leave-one-out", ""]
     if loo is None:
         lines += missing("leave-one-out errors", run.missing["loo"])

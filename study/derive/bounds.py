@@ -1,0 +1,776 @@
+"""The bound model (`docs/bounds.md`): what binds each kernel, from counts, never from its time.
+
+A second model beside the seed's instruction-ledger prices (`study.derive.model`, unchanged). Per
+kernel and shape, in the cadence's units (cycles per warp FMA per SM, `docs/method.md#cadence`)::
+
+    b_fma   = fma-pipe instructions per warp FMA x 32 / lanes      FP32 pipe: lanes per SM per cycle
+    b_issue = instructions per warp FMA / (4 x eta_issue)          4 schedulers, 1 instruction each
+    b_smem  = shared wavefronts per warp FMA / eta_smem            1 wavefront per cycle per SM
+    b_l1    = L1 lines (tag lookups) per warp FMA x 1 cycle        L1TEX t-stage: 1 line per cycle
+    b_dram  = DRAM bytes per warp FMA / (DRAM bytes per cycle per SM)
+    latency = exposed x L_glob / (warp FMAs per warp per loop trip x resident warps per SM)
+
+    predicted = (max(b_fma, b_issue, b_smem, b_l1, b_dram) + latency) x tail
+
+Three fitted constants, each a property of the GPU: ``eta_issue`` (the share of issue slots a
+scheduler sustains), ``eta_smem`` (the share of shared-memory wavefront slots sustained),
+``L_glob`` (the global-load latency a loop trip exposes when it waits on its own loads: load,
+store to shared, barrier). The DRAM rate comes from gpu.json, the FMA floor from the lanes, the L1
+line rate is the hardware's one tag lookup per cycle: none of those is fitted.
+
+Inputs are counts only: instructions, fma-pipe instructions, shared-load wavefronts, global
+sectors and requests and DRAM bytes from Nsight Compute (ncu.csv); the main loop's FFMA, LDG and
+barrier counts and the theoretical occupancy from the SASS table (sass.csv); tiles, threads and
+the counted request ledger from the registry; shared-store conflict ways read off the ``.cu``
+files (``STORE_WAYS``). The measured time is never an input: it is only the target of the fit.
+Stall ratios are not used (they are normalised by issue-active cycles, a function of the time).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from study import kernels as registry
+from study.derive import model as seed_model
+from study.rows import in_order, order
+
+NAN = math.nan
+SCHEDULERS = 4  # warp schedulers per SM (every architecture study.arch knows since Maxwell)
+LINE_SECTORS = 4  # 32-byte sectors per 128-byte L1 line
+T_LINE = 1.0  # cycles per L1 line lookup (the t-stage takes one line per cycle)
+WAVEFRONT_BYTES = 128  # shared memory moves 128 bytes (32 banks x 4) per wavefront
+RESOURCES = ("fma", "issue", "smem", "l1", "dram")
+METHOD = "bound"
+# the fit's search box; a constant on its edge is reported as such (``Constants.on_edge``)
+ETA_GRID = np.round(np.arange(0.40, 1.0001, 0.002), 3)
+
+# Shared-store bank-conflict ways (A store, B store) read off each .cu: how many wavefronts one
+# warp-wide 32-bit store takes. K5 stores A transposed with the lane index on the row (32-way);
+# K6 stores A transposed from float4 loads (4 banks for 32 lanes: 8-way); K7 the same with two
+# lanes per bank (2-way); K8-K10 pad the transposed row (conflict-free). Kernels not listed
+# store conflict-free (Triton swizzles its shared layouts); cuBLAS's stores are unknown (0).
+STORE_WAYS = {"K5": (32, 1), "K6": (8, 1), "K7": (2, 1)}
+
+# ncu metric names (study/profile.py records them)
+NCU = {
+    "inst": "smsp__inst_executed.sum",
+    "inst_fma": "smsp__inst_executed_pipe_fma.sum",
+    "wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "dram": "dram__bytes_read.sum",
+    "warps": "sm__warps_active.avg.pct_of_peak_sustained_active",
+}
+
+INPUT_COLUMNS = [
+    "kernel",
+    "impl",
+    "M",
+    "N",
+    "K",
+    "measured_cadence",
+    "inst_per_wfma",
+    "fma_inst_per_wfma",
+    "ld_wavefronts_per_wfma",
+    "st_wavefronts_per_wfma",
+    "wavefronts_per_wfma",
+    "sectors_per_wfma",
+    "requests_per_wfma",
+    "lines_per_wfma",
+    "dram_bytes_per_wfma",
+    "warps",
+    "warps_from",
+    "wfma_per_trip",
+    "exposed",
+    "blocks",
+    "blocks_per_sm",
+    "tail",
+]
+TERM_COLUMNS = ["b_fma", "b_issue", "b_smem", "b_l1", "b_dram", "latency"]
+
+
+@dataclass(frozen=True)
+class Constants:
+    eta_issue: float
+    eta_smem: float
+    l_glob: float  # cycles
+    kernels: tuple[str, ...] = ()  # fitted on
+    shape: tuple[int, int, int] | None = None
+
+    def on_edge(self) -> list[str]:
+        lo, hi = float(ETA_GRID[0]), float(ETA_GRID[-1])
+        return [n for n, v in (("eta_issue", self.eta_issue), ("eta_smem", self.eta_smem)) if v in (lo, hi)]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the model takes from gpu.json: nothing here is fitted."""
+
+    lanes: int
+    sms: int
+    sm_clock_mhz: float
+    dram_gbps: float
+    max_warps: int
+
+    @property
+    def fma_floor(self) -> float:
+        return 32 / self.lanes
+
+    @property
+    def dram_bytes_per_cycle_sm(self) -> float:
+        return self.dram_gbps * 1e9 / (self.sms * self.sm_clock_mhz * 1e6)
+
+
+def machine(gpu) -> Machine:
+    from study import arch
+
+    try:
+        warps = arch.get(gpu.cc).max_warps_per_sm
+    except Exception:  # an unknown capability: occupancy from the SASS table cannot be scaled
+        warps = 0
+    return Machine(
+        int(gpu.fp32_lanes_per_sm), int(gpu.sms), float(gpu.sm_clock_mhz), float(gpu.dram_gbps()), int(warps)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The arithmetic (pure, on numbers)
+
+
+def terms(
+    *, inst, fma_inst, wavefronts, lines, dram_bytes, warps, wfma_per_trip, exposed, c: Constants, m: Machine
+) -> dict[str, float]:
+    """The five bounds and the latency term, each in cycles per warp FMA per SM."""
+    lat = c.l_glob / (wfma_per_trip * warps) if exposed and wfma_per_trip > 0 and warps > 0 else 0.0
+    return {
+        "b_fma": fma_inst * m.fma_floor,
+        "b_issue": inst / (SCHEDULERS * c.eta_issue),
+        "b_smem": wavefronts / c.eta_smem,
+        "b_l1": lines * T_LINE,
+        "b_dram": dram_bytes / m.dram_bytes_per_cycle_sm,
+        "latency": lat,
+    }
+
+
+def combine(t: dict[str, float], tail: float) -> tuple[float, str]:
+    """(predicted cadence, binding resource): the largest bound plus the exposed latency, times the
+    tail. The binding resource is the largest bound, or "latency" when the exposed latency exceeds it."""
+    b = {r: t[f"b_{r}"] for r in RESOURCES if np.isfinite(t[f"b_{r}"])}
+    top = max(b, key=b.get)
+    bound = "latency" if t["latency"] > b[top] else top
+    return (b[top] + t["latency"]) * tail, bound
+
+
+def tail_factor(blocks: float, blocks_per_sm: float, sms: int) -> float:
+    """Wave quantisation: the last wave of blocks runs as long as a full one."""
+    if not (blocks > 0 and blocks_per_sm > 0):
+        return 1.0
+    waves = blocks / (blocks_per_sm * sms)
+    return math.ceil(waves) / waves
+
+
+def store_wavefronts(bm: int, bn: int, ways: tuple[int, int]) -> float:
+    """Shared-store wavefronts per warp FMA of a BM x BN tile whose A and B stores take ``ways``
+    wavefronts per warp-wide 32-bit store: per phase a block stores BM.BK + BK.BN floats
+    (BK.(BM.ways_A + BN.ways_B)/32 wavefronts) for BM.BN.BK/32 warp FMAs."""
+    return (ways[0] * bm + ways[1] * bn) / (bm * bn)
+
+
+def lines(sectors: float, requests: float, uncoalesced: bool) -> float:
+    """L1 lines (tag lookups) per warp FMA: every sector its own line for an uncoalesced kernel
+    (the registry's request ledger), else four sectors to a line, at least one per request."""
+    if uncoalesced:
+        return sectors
+    return max(requests, sectors / LINE_SECTORS)
+
+
+def error_pct(pred: float, meas: float) -> float:
+    return (pred / meas - 1) * 100 if meas and np.isfinite(meas) and np.isfinite(pred) else NAN
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs from the tables
+
+
+def ncu_wide(ncu: pd.DataFrame) -> pd.DataFrame:
+    """Per (kernel, M, N, K): the latest profiling run's metrics, ``.sum`` counts added over
+    launches, rates averaged (as ``tables.counters`` combines them)."""
+    df = ncu.copy()
+    df["metric"], df["kernel"] = df["metric"].astype(str), df["kernel"].astype(str)
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    if "launch" not in df.columns:
+        df["launch"] = 0
+    if "run_id" in df.columns:
+        last = df.groupby(["kernel", "M", "N", "K"])["run_id"].transform(lambda r: r.astype(str).max())
+        df = df[df["run_id"].astype(str) == last]
+    rows = []
+    for (kid, M, N, K), g in df.groupby(["kernel", "M", "N", "K"], sort=False):
+        wide = g.pivot_table(index="launch", columns="metric", values="value", aggfunc="last")
+        r = {n: (wide[n].sum() if n.endswith(".sum") else wide[n].mean()) for n in wide.columns}
+        rows.append({"kernel": kid, "M": int(M), "N": int(N), "K": int(K), **r})
+    return pd.DataFrame(rows)
+
+
+def _tile_threads(kid: str, config) -> tuple[tuple[int, int, int] | None, int | None]:
+    k = registry.BY_ID[kid]
+    if k.tuned:  # the autotune winner's tile and warps, recorded with the row
+        cfg = json.loads(config) if isinstance(config, str) and config.startswith("{") else {}
+        if all(d in cfg for d in ("BM", "BN", "BK")):
+            return (int(cfg["BM"]), int(cfg["BN"]), int(cfg["BK"])), int(cfg.get("num_warps", 4)) * 32
+        return None, None
+    if k.impl == "cublas":
+        return None, None
+    return k.tile, k.threads
+
+
+def inputs(
+    ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, m: Machine
+) -> pd.DataFrame:
+    """One row per (kernel, shape) that has both a time and counters: the model's count inputs."""
+    if ncu is None or ledger is None or ledger.empty:
+        return pd.DataFrame(columns=INPUT_COLUMNS)
+    wide = ncu_wide(ncu)
+    sx = (
+        sass.drop_duplicates("kernel", keep="last").set_index("kernel")
+        if sass is not None
+        else pd.DataFrame()
+    )
+    rows = []
+    for _, w in wide.iterrows():
+        kid = w["kernel"]
+        if kid not in registry.BY_ID:
+            continue
+        k = registry.BY_ID[kid]
+        M, N, K = w["M"], w["N"], w["K"]
+        at = ledger[(ledger["kernel"] == kid) & (ledger["M"] == M) & (ledger["N"] == N) & (ledger["K"] == K)]
+        if at.empty:
+            continue
+        meas = float(pd.to_numeric(at["cadence"], errors="coerce").median())
+        wfma = M * N * K / 32
+
+        def get(key, w=w, wfma=wfma):
+            return float(w.get(NCU[key], NAN)) / wfma
+
+        tile, threads = _tile_threads(kid, at["config"].iloc[-1] if "config" in at.columns else None)
+        s = sx.loc[kid] if kid in sx.index else None
+        # resident warps: theoretical occupancy from the SASS table; cuBLAS has none, so ncu's
+        # active warps (a residency count, not a time) stand in
+        if s is not None and pd.notna(s.get("occupancy_pct")) and m.max_warps:
+            warps, warps_from = float(s["occupancy_pct"]) / 100 * m.max_warps, "sass occupancy"
+        else:
+            warps, warps_from = float(w.get(NCU["warps"], NAN)) / 100 * m.max_warps, "ncu warps active"
+        loop_ffma = float(s["loop_FFMA"]) if s is not None and pd.notna(s.get("loop_FFMA")) else NAN
+        loop_ldg = float(s.get("loop_LDG", 0) or 0) if s is not None else 0.0
+        loop_bar = float(s.get("loop_BAR", 0) or 0) if s is not None else NAN
+        # a loop trip waits on its own global loads unless they were issued a trip ahead: one
+        # barrier per trip (register prefetch into a second stage) or cp.async stages (no LDG)
+        exposed = bool(s is not None and loop_ldg > 0 and loop_bar != 1)
+        c = k.counted
+        uncoalesced = bool(
+            c is not None and c.req_per_fma is not None and c.req_per_fma > seed_model.REQUEST_BOUND_ABOVE
+        )
+        ld_wf = get("wavefronts")
+        if tile is not None:
+            st_wf = store_wavefronts(tile[0], tile[1], STORE_WAYS.get(kid, (1, 1)))
+        else:
+            st_wf = 0.0  # no shared tile (K1, K2) or unknown (cuBLAS)
+        sectors, requests = get("sectors"), get("requests")
+        if tile is not None and threads:
+            blocks = math.ceil(M / tile[0]) * math.ceil(N / tile[1])
+        elif c is not None and threads:
+            blocks = math.ceil(M * N / (threads * c.outputs))
+        else:
+            blocks = NAN
+        bps = math.floor(warps / (threads // 32)) if threads and np.isfinite(warps) else NAN
+        rows.append(
+            {
+                "kernel": kid,
+                "impl": k.impl,
+                "M": M,
+                "N": N,
+                "K": K,
+                "measured_cadence": meas,
+                "inst_per_wfma": get("inst"),
+                "fma_inst_per_wfma": get("inst_fma"),
+                "ld_wavefronts_per_wfma": ld_wf,
+                "st_wavefronts_per_wfma": st_wf,
+                "wavefronts_per_wfma": ld_wf + st_wf,
+                "sectors_per_wfma": sectors,
+                "requests_per_wfma": requests,
+                "lines_per_wfma": lines(sectors, requests, uncoalesced),
+                "dram_bytes_per_wfma": get("dram"),
+                "warps": warps,
+                "warps_from": warps_from,
+                "wfma_per_trip": loop_ffma,
+                "exposed": exposed,
+                "blocks": blocks,
+                "blocks_per_sm": bps,
+                "tail": tail_factor(blocks, bps, m.sms),
+            }
+        )
+    out = pd.DataFrame(rows, columns=INPUT_COLUMNS)
+    return in_order(out).reset_index(drop=True) if len(out) else out
+
+
+def _terms_row(r, c: Constants, m: Machine) -> dict[str, float]:
+    return terms(
+        inst=r["inst_per_wfma"],
+        fma_inst=r["fma_inst_per_wfma"],
+        wavefronts=r["wavefronts_per_wfma"],
+        lines=r["lines_per_wfma"],
+        dram_bytes=r["dram_bytes_per_wfma"],
+        warps=r["warps"],
+        wfma_per_trip=r["wfma_per_trip"],
+        exposed=bool(r["exposed"]),
+        c=c,
+        m=m,
+    )
+
+
+def predict(inp: pd.DataFrame, c: Constants, m: Machine) -> pd.DataFrame:
+    """``inp`` with the terms, the predicted cadence, its error and the binding resource."""
+    out = inp.copy()
+    recs = []
+    for _, r in inp.iterrows():
+        t = _terms_row(r, c, m)
+        pred, bound = combine(t, float(r["tail"]))
+        recs.append(
+            {
+                **t,
+                "predicted_cadence": pred,
+                "bound": bound,
+                "error_pct": error_pct(pred, float(r["measured_cadence"])),
+            }
+        )
+    extra = pd.DataFrame(
+        recs, index=inp.index, columns=[*TERM_COLUMNS, "predicted_cadence", "bound", "error_pct"]
+    )
+    return pd.concat([out, extra], axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fit
+
+
+def fit_kernels(inp: pd.DataFrame) -> list[str]:
+    """The kernels the constants are fitted on: the CUDA ladder (registry order) less the
+    request-bound kernels (their bound, the L1 line rate, is not fitted). The Triton kernels and
+    cuBLAS are then predicted: code another compiler wrote."""
+    have = set(inp["kernel"])
+    out = []
+    for k in registry.cuda_ladder():
+        c = k.counted
+        if k.id not in have or (
+            c is not None and c.req_per_fma is not None and c.req_per_fma > seed_model.REQUEST_BOUND_ABOVE
+        ):
+            continue
+        out.append(k.id)
+    return out
+
+
+def fit(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> Constants:
+    """eta_issue, eta_smem on a grid (ETA_GRID), L_glob in closed form for each pair: minimises the
+    squared relative errors over ``kernels`` (default ``fit_kernels``). The prediction is linear in
+    L_glob for fixed etas, so the least-squares L_glob is exact (clipped at 0)."""
+    kids = kernels if kernels is not None else fit_kernels(inp)
+    sub = inp[inp["kernel"].isin(kids)]
+    if len(sub) < 3:
+        raise ValueError(f"the bound model needs at least 3 kernels to fit 3 constants; got {len(sub)}")
+    y = sub["measured_cadence"].to_numpy(float)
+    tail = sub["tail"].to_numpy(float)
+    ei, es = np.meshgrid(ETA_GRID, ETA_GRID, indexing="ij")  # (G, G)
+    full = (*ei.shape, len(sub))
+    col = lambda name: sub[name].to_numpy(float)[None, None, :]  # noqa: E731
+    fixed = np.maximum.reduce(
+        [
+            np.broadcast_to(col("fma_inst_per_wfma") * m.fma_floor, full),
+            col("inst_per_wfma") / (SCHEDULERS * ei[..., None]),
+            col("wavefronts_per_wfma") / es[..., None],
+            np.broadcast_to(col("lines_per_wfma") * T_LINE, full),
+            np.broadcast_to(col("dram_bytes_per_wfma") / m.dram_bytes_per_cycle_sm, full),
+        ]
+    )
+    per_l = np.where(
+        sub["exposed"].to_numpy(bool),
+        1 / (sub["wfma_per_trip"].to_numpy(float) * sub["warps"].to_numpy(float)),
+        0.0,
+    )
+    a = fixed * tail / y - 1  # residual at L = 0
+    b = (per_l * tail / y)[None, None, :]  # d residual / d L
+    bb = float((b * b).sum())
+    lg = np.clip(-(a * b).sum(-1) / bb, 0, None) if bb > 0 else np.zeros(ei.shape)
+    sse = ((a + b * lg[..., None]) ** 2).sum(-1)
+    i, j = np.unravel_index(int(np.argmin(sse)), sse.shape)
+    shape = tuple(int(v) for v in sub[["M", "N", "K"]].iloc[0]) if len(sub) else None
+    return Constants(float(ETA_GRID[i]), float(ETA_GRID[j]), float(lg[i, j]), tuple(kids), shape)
+
+
+def leave_one_out(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> pd.DataFrame:
+    """For each fitted kernel: the constants refitted without it, then used to predict it."""
+    kids = kernels if kernels is not None else fit_kernels(inp)
+    rows = []
+    for kid in kids:
+        c = fit(inp, m, [k for k in kids if k != kid])
+        p = predict(inp[inp["kernel"] == kid], c, m).iloc[0]
+        rows.append(
+            {
+                "method": METHOD,
+                "kernel": kid,
+                "measured_cadence": p["measured_cadence"],
+                "predicted_cadence": p["predicted_cadence"],
+                "error_pct": p["error_pct"],
+                "model_error_pct": p["error_pct"],
+                "bound": p["bound"],
+                "eta_issue": c.eta_issue,
+                "eta_smem": c.eta_smem,
+                "l_glob": c.l_glob,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+CONSTANT_COLUMNS = ["constant", "value", "unit", "meaning", "fitted", "kernels"]
+
+
+def constants_table(c: Constants, m: Machine) -> pd.DataFrame:
+    fitted = ",".join(c.kernels)
+    rows = [
+        (
+            "eta_issue",
+            c.eta_issue,
+            "–",
+            "share of issue slots a scheduler sustains (4 schedulers per SM)",
+            True,
+        ),
+        (
+            "eta_smem",
+            c.eta_smem,
+            "–",
+            "share of shared-memory wavefront slots sustained (1 per cycle per SM)",
+            True,
+        ),
+        (
+            "L_glob",
+            c.l_glob,
+            "cycles",
+            "global-load latency a loop trip exposes when it waits on its own loads",
+            True,
+        ),
+        ("fma_floor", m.fma_floor, "cycles", "32 / FP32 lanes per SM", False),
+        ("t_line", T_LINE, "cycles", "one L1 line (tag lookup) per cycle per SM", False),
+        (
+            "dram_bytes_per_cycle_sm",
+            m.dram_bytes_per_cycle_sm,
+            "B/cycle",
+            "DRAM peak / (SMs x SM clock)",
+            False,
+        ),
+    ]
+    return pd.DataFrame(
+        [
+            {"constant": n, "value": v, "unit": u, "meaning": d, "fitted": f, "kernels": fitted if f else ""}
+            for n, v, u, d, f in rows
+        ],
+        columns=CONSTANT_COLUMNS,
+    )
+
+
+ERROR_COLUMNS = [
+    "method",
+    "kernel",
+    "impl",
+    "M",
+    "N",
+    "K",
+    "measured_cadence",
+    "predicted_cadence",
+    "error_pct",
+    "role",
+    "bound",
+]
+
+
+def seed_rows(ledger: pd.DataFrame, predictions: pd.DataFrame | None) -> pd.DataFrame:
+    """The seed's three methods as model_errors rows, from ``tables.predictions`` (its calibration
+    shape; the role is the seed's)."""
+    if predictions is None or predictions.empty:
+        return pd.DataFrame(columns=ERROR_COLUMNS)
+    impl = dict(zip(ledger["kernel"], ledger["impl"]))
+    shape = (4096, 4096, 4096)
+    rows = []
+    for method in ("exact", "lstsq", "sass"):
+        for _, r in predictions.iterrows():
+            if not np.isfinite(r[method]):
+                continue
+            role = str(r["role"])
+            rows.append(
+                {
+                    "method": method,
+                    "kernel": r["kernel"],
+                    "impl": impl.get(r["kernel"], ""),
+                    "M": shape[0],
+                    "N": shape[1],
+                    "K": shape[2],
+                    "measured_cadence": r["measured"],
+                    "predicted_cadence": r[method],
+                    "error_pct": r[f"{method}_err"],
+                    "role": "fitted" if role.startswith("calibrates") else "predicted",
+                    "bound": "",
+                }
+            )
+    return pd.DataFrame(rows, columns=ERROR_COLUMNS)
+
+
+def model_errors(pred: pd.DataFrame, c: Constants, seed: pd.DataFrame) -> pd.DataFrame:
+    ours = pd.DataFrame(
+        {
+            "method": METHOD,
+            "kernel": pred["kernel"],
+            "impl": pred["impl"],
+            "M": pred["M"],
+            "N": pred["N"],
+            "K": pred["K"],
+            "measured_cadence": pred["measured_cadence"],
+            "predicted_cadence": pred["predicted_cadence"],
+            "error_pct": pred["error_pct"],
+            "role": ["fitted" if k in c.kernels else "predicted" for k in pred["kernel"]],
+            "bound": pred["bound"],
+        },
+        columns=ERROR_COLUMNS,
+    )
+    return pd.concat([seed, ours], ignore_index=True)[ERROR_COLUMNS]
+
+
+STEP_COLUMNS = ["from", "to", "from_bound", "to_bound", "moved", "speedup", "predicted_speedup", "changed"]
+NAMES = {
+    "fma": "FMA-pipe bound",
+    "issue": "issue bound",
+    "smem": "shared-memory bound",
+    "l1": "L1-request bound",
+    "dram": "DRAM bound",
+    "latency": "latency bound",
+}
+
+
+def _term(r, resource: str) -> float:
+    return float(r["latency"] if resource == "latency" else r[f"b_{resource}"])
+
+
+def steps(pred: pd.DataFrame) -> pd.DataFrame:
+    """Per rung of the CUDA ladder (registry order) over the one before: the binding resource each
+    side, the measured and predicted speed-up, and how the binding terms (and the exposed latency,
+    where either side has one) moved, in cycles per warp FMA."""
+    by = {r["kernel"]: r for _, r in pred.iterrows()}
+    ladder = [k.id for k in registry.cuda_ladder() if k.id in by]
+    rows = []
+    for a, b in zip(ladder, ladder[1:]):
+        ra, rb = by[a], by[b]
+        # what moved: the term that bound the lower rung, and the one that binds the upper one
+        keys = [ra["bound"]] + ([rb["bound"]] if rb["bound"] != ra["bound"] else [])
+        if "latency" not in keys and max(ra["latency"], rb["latency"]) > 0.01:
+            keys.append("latency")
+        moved = [f"{NAMES[x].removesuffix(' bound')} {_term(ra, x):.3g} → {_term(rb, x):.3g}" for x in keys]
+        rows.append(
+            {
+                "from": a,
+                "to": b,
+                "from_bound": ra["bound"],
+                "to_bound": rb["bound"],
+                "moved": f"{NAMES[ra['bound']]} → {NAMES[rb['bound']]}",
+                "speedup": ra["measured_cadence"] / rb["measured_cadence"],
+                "predicted_speedup": ra["predicted_cadence"] / rb["predicted_cadence"],
+                "changed": "; ".join(moved) + " cycles",
+            }
+        )
+    return pd.DataFrame(rows, columns=STEP_COLUMNS)
+
+
+FINDING_COLUMNS = ["finding", "value", "kernels", "note"]
+
+
+def findings(
+    pred: pd.DataFrame,
+    c: Constants,
+    loo: pd.DataFrame,
+    errors: pd.DataFrame,
+    band: float = 10.0,
+    k1_band: float = 15.0,
+) -> pd.DataFrame:
+    """The numbers the report states about the bound model, computed here once."""
+    uncoal = [
+        k.id
+        for k in registry.request_ledger_kernels()
+        if k.counted.req_per_fma > seed_model.REQUEST_BOUND_ABOVE
+    ]
+    rest = pred[~pred["kernel"].isin(uncoal)]
+    outside = rest[rest["error_pct"].abs() > band]
+    k1 = pred[pred["kernel"].isin(uncoal)]
+    k1_out = k1[k1["error_pct"].abs() > k1_band]
+    pr = pred[~pred["kernel"].isin(c.kernels) & ~pred["kernel"].isin(uncoal)]
+    rows = [
+        (
+            "mean |error|, every kernel but the request-bound",
+            rest["error_pct"].abs().mean(),
+            ",".join(rest["kernel"]),
+            "",
+        ),
+        (
+            "max |error|, every kernel but the request-bound",
+            rest["error_pct"].abs().max(),
+            rest.loc[rest["error_pct"].abs().idxmax(), "kernel"] if len(rest) else "",
+            "",
+        ),
+        (
+            f"kernels outside ±{band:g}% (request-bound excluded)",
+            float(len(outside)),
+            ",".join(outside["kernel"]),
+            "goal: 0",
+        ),
+        (
+            f"request-bound kernels outside ±{k1_band:g}%",
+            float(len(k1_out)),
+            ",".join(k1_out["kernel"]),
+            "goal: 0; bound: L1 lines = sectors",
+        ),
+        (
+            "mean |error|, fitted kernels",
+            pred[pred["kernel"].isin(c.kernels)]["error_pct"].abs().mean(),
+            ",".join(c.kernels),
+            "",
+        ),
+        (
+            "mean |error|, predicted kernels (not fitted, not request-bound)",
+            pr["error_pct"].abs().mean(),
+            ",".join(pr["kernel"]),
+            "",
+        ),
+        (
+            "leave-one-out mean |error|",
+            loo["error_pct"].abs().mean() if len(loo) else NAN,
+            ",".join(loo["kernel"]) if len(loo) else "",
+            "goal: ≤ 5%",
+        ),
+        (
+            "leave-one-out max |error|",
+            loo["error_pct"].abs().max() if len(loo) else NAN,
+            loo.loc[loo["error_pct"].abs().idxmax(), "kernel"] if len(loo) else "",
+            "",
+        ),
+    ]
+    for method in ("exact", "lstsq", "sass"):
+        e = errors[(errors["method"] == method) & ~errors["kernel"].isin(uncoal)]
+        if len(e):
+            rows.append(
+                (
+                    f"seed model ({method}): mean |error|, every kernel it prices but the request-bound",
+                    e["error_pct"].abs().mean(),
+                    ",".join(e["kernel"]),
+                    "",
+                )
+            )
+    for r in sorted(set(pred["bound"]), key=lambda b: list(NAMES).index(b)):
+        ks = pred[pred["bound"] == r]["kernel"]
+        rows.append((f"bound: {NAMES[r]}", float(len(ks)), ",".join(ks), ""))
+    return pd.DataFrame([dict(zip(FINDING_COLUMNS, r)) for r in rows], columns=FINDING_COLUMNS)
+
+
+TRAVEL_COLUMNS = ["where", "M", "N", "K", "kernels", "applied", "why"]
+
+
+def travel(ledger: pd.DataFrame, inp: pd.DataFrame, seed_ledger: pd.DataFrame | None) -> pd.DataFrame:
+    """Where the model can be applied: each shape of the run (and the seed GPU's replay) with
+    whether its count inputs exist."""
+    have = {(int(M), int(N), int(K)) for M, N, K in zip(inp["M"], inp["N"], inp["K"])} if len(inp) else set()
+    rows = []
+    shapes = ledger.drop_duplicates(["M", "N", "K"])
+    for _, r in shapes.sort_values(["M", "N", "K"]).iterrows():
+        s = (int(r["M"]), int(r["N"]), int(r["K"]))
+        ks = sorted(
+            set(ledger[(ledger["M"] == s[0]) & (ledger["N"] == s[1]) & (ledger["K"] == s[2])]["kernel"]),
+            key=order,
+        )
+        ok = s in have
+        labels = ", ".join(
+            sorted(
+                set(
+                    ledger[(ledger["M"] == s[0]) & (ledger["N"] == s[1]) & (ledger["K"] == s[2])][
+                        "label"
+                    ].astype(str)
+                )
+            )
+        )
+        rows.append(
+            {
+                "where": f"this run: {labels}",
+                "M": s[0],
+                "N": s[1],
+                "K": s[2],
+                "kernels": len(ks),
+                "applied": ok,
+                "why": "ncu counters and SASS for every profiled kernel"
+                if ok
+                else "no ncu counters at this shape (instructions, wavefronts, sectors per warp FMA are "
+                "shape-dependent: the compiled loop, tails and edge guards change them)",
+            }
+        )
+    if seed_ledger is not None and len(seed_ledger):
+        r = seed_ledger.iloc[0]
+        rows.append(
+            {
+                "where": f"seed GPU replay ({r.get('gpu', 'RTX 4090')})",
+                "M": int(r["M"]),
+                "N": int(r["N"]),
+                "K": int(r["K"]),
+                "kernels": int(seed_ledger["kernel"].nunique()),
+                "applied": False,
+                "why": "the seed published times only: no ncu counters, no SASS of its build",
+            }
+        )
+    return pd.DataFrame(rows, columns=TRAVEL_COLUMNS)
+
+
+@dataclass
+class BoundModel:
+    inputs: pd.DataFrame
+    constants: Constants
+    predictions: pd.DataFrame
+    loo: pd.DataFrame
+
+
+def why_not(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, gpu) -> str:
+    """Why the model cannot be fitted on this run ("" when it can)."""
+    if ncu is None:
+        return "the run has no ncu counters (ncu.csv)"
+    inp = inputs(ledger, ncu, sass, machine(gpu))
+    kids = fit_kernels(inp)
+    if len(kids) < 4:
+        return (
+            f"{len(kids)} CUDA-ladder kernel(s) not request-bound have both a time and ncu counters "
+            f"({', '.join(kids) or 'none'}); three constants and a leave-one-out need at least 4"
+        )
+    return ""
+
+
+def not_fitted(reason: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"finding": "not fitted", "value": NAN, "kernels": "", "note": reason}], columns=FINDING_COLUMNS
+    )
+
+
+def run(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, gpu) -> BoundModel | None:
+    """The whole model at the shape(s) with counters; None when it cannot be fitted (``why_not``)."""
+    m = machine(gpu)
+    inp = inputs(ledger, ncu, sass, m)
+    if inp.empty or len(fit_kernels(inp)) < 4:
+        return None
+    c = fit(inp, m)
+    return BoundModel(inp, c, predict(inp, c, m), leave_one_out(inp, m))

@@ -1,0 +1,208 @@
+"""The bound model (study.derive.bounds, docs/bounds.md) on CPU.
+
+Expected values are worked out by hand in the comments (independent arithmetic), not taken from
+the code under test; the reference-run checks read reports/data only.
+"""
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from study import rundir
+from study.derive import bounds, derive, ledgers, model
+from study.gpu import GPU
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "reports" / "data"
+
+# a made-up GPU: 128 lanes, 100 SMs at 1000 MHz, 1800 GB/s -> 18 DRAM bytes per cycle per SM
+M_ = bounds.Machine(lanes=128, sms=100, sm_clock_mhz=1000.0, dram_gbps=1800.0, max_warps=64)
+C_ = bounds.Constants(eta_issue=0.8, eta_smem=0.5, l_glob=800.0)
+
+
+def kernel_terms(exposed=True, **kw):
+    args = dict(
+        inst=2.0,
+        fma_inst=1.0,
+        wavefronts=0.5,
+        lines=0.25,
+        dram_bytes=9.0,
+        warps=16,
+        wfma_per_trip=100,
+        exposed=exposed,
+    )
+    args.update(kw)
+    return bounds.terms(**args, c=C_, m=M_)
+
+
+def test_machine_rates():
+    assert M_.fma_floor == 0.25  # 32 / 128
+    assert M_.dram_bytes_per_cycle_sm == pytest.approx(18.0)  # 1800e9 / (100 * 1e9)
+
+
+def test_terms_by_hand():
+    t = kernel_terms()
+    assert t["b_fma"] == pytest.approx(0.25)  # 1.0 x 32/128
+    assert t["b_issue"] == pytest.approx(0.625)  # 2.0 / (4 x 0.8)
+    assert t["b_smem"] == pytest.approx(1.0)  # 0.5 / 0.5
+    assert t["b_l1"] == pytest.approx(0.25)  # 0.25 lines x 1 cycle
+    assert t["b_dram"] == pytest.approx(0.5)  # 9 B / 18 B per cycle
+    assert t["latency"] == pytest.approx(0.5)  # 800 / (100 x 16)
+
+
+def test_combine_adds_latency_to_the_largest_bound_then_the_tail():
+    pred, bound = bounds.combine(kernel_terms(), tail=1.25)
+    assert pred == pytest.approx(1.875)  # (1.0 + 0.5) x 1.25
+    assert bound == "smem"
+    pred, bound = bounds.combine(kernel_terms(exposed=False), tail=1.0)
+    assert (pred, bound) == (pytest.approx(1.0), "smem")  # a loop that does not wait: no latency
+
+
+def test_binding_resource_choice():
+    # issue: 4.0 / 3.2 = 1.25 beats smem 1.0
+    assert bounds.combine(kernel_terms(inst=4.0), 1.0)[1] == "issue"
+    # L1: 33 lines -> 33 cycles
+    assert bounds.combine(kernel_terms(lines=33.0), 1.0) == (pytest.approx(33.5), "l1")
+    # latency 800 / (10 x 4) = 20 cycles exceeds every bound: named "latency"
+    assert bounds.combine(kernel_terms(warps=4, wfma_per_trip=10), 1.0)[1] == "latency"
+    # DRAM: 90 B / 18 = 5 cycles
+    assert bounds.combine(kernel_terms(dram_bytes=90.0, exposed=False), 1.0) == (pytest.approx(5.0), "dram")
+
+
+def test_tail_store_wavefronts_and_lines_by_hand():
+    assert bounds.tail_factor(300, 2, 100) == pytest.approx(4 / 3)  # 1.5 waves run as 2
+    assert bounds.tail_factor(200, 2, 100) == 1.0
+    assert bounds.tail_factor(float("nan"), 2, 100) == 1.0
+    # 32x128 tile, A stored 32-way: (32 x 32 + 128) / 4096
+    assert bounds.store_wavefronts(32, 128, (32, 1)) == pytest.approx(0.28125)
+    assert bounds.store_wavefronts(128, 128, (1, 1)) == pytest.approx(256 / 16384)
+    assert bounds.lines(33.0, 2.0, uncoalesced=True) == 33.0  # every sector its own line
+    assert bounds.lines(5.0, 2.0, uncoalesced=False) == 2.0  # 5/4 = 1.25 < 2 requests
+    assert bounds.lines(0.25, 0.0625, uncoalesced=False) == 0.0625
+
+
+def synthetic(eta_i=0.8, eta_s=0.9, lg=600.0):
+    """Six kernels whose cadences follow the model exactly, each computed here by hand."""
+    rows = [  # kernel, inst, wavefronts, warps, wfma per trip, exposed, tail
+        ("A", 1.2, 0.10, 16, 512, True, 1.0),
+        ("B", 1.1, 0.12, 8, 1024, False, 1.0),
+        ("C", 3.0, 1.50, 64, 32, True, 1.0),
+        ("D", 1.9, 0.70, 36, 256, True, 1.0),
+        ("E", 1.5, 0.50, 32, 1024, True, 1.1),
+        ("F", 2.6, 1.50, 64, 32, False, 1.0),
+    ]
+    out = []
+    for kid, inst, wf, warps, trip, exposed, tail in rows:
+        top = max(1.0 * 0.25, inst / (4 * eta_i), wf / eta_s, 0.01, 0.1 / 18.0)
+        lat = lg / (trip * warps) if exposed else 0.0
+        out.append(
+            {
+                "kernel": kid,
+                "impl": "cuda",
+                "M": 4096,
+                "N": 4096,
+                "K": 4096,
+                "measured_cadence": (top + lat) * tail,
+                "inst_per_wfma": inst,
+                "fma_inst_per_wfma": 1.0,
+                "wavefronts_per_wfma": wf,
+                "lines_per_wfma": 0.01,
+                "dram_bytes_per_wfma": 0.1,
+                "warps": warps,
+                "wfma_per_trip": trip,
+                "exposed": exposed,
+                "tail": tail,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def test_fit_recovers_the_constants():
+    inp = synthetic()
+    c = bounds.fit(inp, M_, list(inp["kernel"]))
+    assert c.eta_issue == pytest.approx(0.8)
+    assert c.eta_smem == pytest.approx(0.9)
+    assert c.l_glob == pytest.approx(600.0, rel=1e-9)
+    pred = bounds.predict(inp, c, M_)
+    assert pred["error_pct"].abs().max() < 1e-9
+    # A: issue 1.2 / 3.2 = 0.375 > smem 0.111, + latency 600 / 8192
+    assert pred.set_index("kernel").at["A", "predicted_cadence"] == pytest.approx(0.375 + 600 / 8192)
+
+
+def test_leave_one_out_refits_without_the_kernel():
+    inp = synthetic()
+    inp.loc[inp["kernel"] == "D", "measured_cadence"] *= 1.5  # one kernel the others cannot explain
+    kids = list(inp["kernel"])
+    loo = bounds.leave_one_out(inp, M_, kids).set_index("kernel")
+    assert list(loo.index) == kids and set(loo["method"]) == {"bound"}
+    without_d = bounds.fit(inp, M_, [k for k in kids if k != "D"])
+    assert loo.at["D", "l_glob"] == pytest.approx(without_d.l_glob)
+    assert loo.at["D", "eta_smem"] == pytest.approx(without_d.eta_smem)
+    # the five honest kernels pin the constants, so D is predicted at its model value: 1/1.5 - 1
+    assert loo.at["D", "error_pct"] == pytest.approx((1 / 1.5 - 1) * 100, abs=0.5)
+    assert (loo["error_pct"] == loo["model_error_pct"]).all()
+
+
+def test_fit_needs_three_kernels():
+    with pytest.raises(ValueError):
+        bounds.fit(synthetic().head(2), M_, ["A", "B"])
+
+
+@pytest.fixture(scope="module")
+def reference():
+    gpu = GPU.from_json(DATA / "gpu.json")
+    led = pd.read_csv(DATA / "ledgers.csv")
+    return bounds.run(
+        led[led["experiment"] == "main"], pd.read_csv(DATA / "ncu.csv"), pd.read_csv(DATA / "sass.csv"), gpu
+    )
+
+
+def test_reference_run_request_bound_kernel(reference):
+    uncoal = [
+        k.id
+        for k in bounds.registry.request_ledger_kernels()
+        if k.counted.req_per_fma > model.REQUEST_BOUND_ABOVE
+    ]
+    p = reference.predictions.set_index("kernel")
+    for kid in uncoal:  # the request ledger measured as sectors: 33.00 per warp FMA on the H200
+        assert p.at[kid, "lines_per_wfma"] == pytest.approx(p.at[kid, "sectors_per_wfma"])
+        assert p.at[kid, "bound"] == "l1"
+        assert abs(p.at[kid, "error_pct"]) <= 15
+        assert kid not in reference.constants.kernels  # predicted, never fitted
+
+
+def test_reference_run_fit_set_and_inputs_are_counts(reference):
+    ladder = [k.id for k in bounds.registry.cuda_ladder()]
+    assert list(reference.constants.kernels) == [k for k in ladder if k in reference.constants.kernels]
+    assert all(bounds.registry.get(k).impl == "cuda" for k in reference.constants.kernels)
+    # the inputs hold no time: only the target column names the measured cadence
+    assert not {"ms", "gflops", "issue_pct", "cadence"} & set(reference.inputs.columns)
+
+
+def test_seed_replay_unchanged_and_loo_keeps_the_seed_rows(tmp_path):
+    # the seed replay's exact prices (docs/method.md#seed): the bound model leaves them alone
+    sg = GPU.from_json(DATA / "rtx4090_seed_gpu.json")
+    times = pd.read_csv(DATA / "rtx4090_seed.csv").assign(experiment="main", label="main")
+    p = model.calibrate_exact(ledgers.ledger_table(times, sg))
+    assert (round(p.p_ldg, 2), round(p.p_dist, 2), round(p.p_bcast, 2)) == (1.94, 2.69, 0.53)
+    # a derive of the reference run: loo.csv keeps the seed's columns, labelled lstsq
+    rd = rundir.RunDir(tmp_path / "run")
+    rd.create()
+    for name in ("results.csv", "gpu.json", "sass.csv", "ncu.csv", "clocks.csv"):
+        (rd.data / name).write_bytes((DATA / name).read_bytes())
+    seed = rundir.RunDir(REPO / "reports")
+    derive(rd, seed, note=False)
+    loo = pd.read_csv(rd.file(rundir.LOO))
+    seed_rows = loo[loo["method"] == "lstsq"]
+    assert list(seed_rows["kernel"]) == model.lstsq_kernels()
+    assert (seed_rows["error_pct"] == seed_rows["model_error_pct"]).all()
+    assert {"p_ldg", "p_dist", "p_bcast", "measured_cadence", "predicted_cadence"} <= set(loo.columns)
+    assert set(loo["method"]) == {"lstsq", "bound"}
+    errs = pd.read_csv(rd.file(rundir.MODEL_ERRORS))
+    assert {"exact", "lstsq", "sass", "bound"} <= set(errs["method"])
+    assert list(errs.columns) == bounds.ERROR_COLUMNS
+    # the seed replay written beside it is the seed's exact calibration, unchanged
+    sm = pd.read_csv(rd.file(rundir.SEED_MODEL)).iloc[0]
+    assert math.isclose(sm["p_ldg"], p.p_ldg) and math.isclose(sm["p_dist"], p.p_dist)
