@@ -42,6 +42,10 @@ class Counted:
     lds_bits: int = 32  # width of each shared load
     ldg_bits: int = 32  # width of each global load
     req_per_fma: float | None = None  # request ledger (K1/K2 only): transactions per FMA
+    # shared-store bank conflicts: wavefronts one warp-wide 32-bit store of the A (and B) tile takes
+    # (1: conflict-free; K5 stores A transposed with the lane on the row: 32-way)
+    sts_ways_a: int = 1
+    sts_ways_b: int = 1
 
 
 class _FromSource:
@@ -242,20 +246,20 @@ KERNELS: tuple[Kernel, ...] = (
         "K5", "cuda", "2-D register tiling: 8 rows x 4 columns per thread",
         source="cuda_kernels/k5_reg_tile_2d.cu",
         counted=Counted(lds_dist=4, lds_bcast=8, fma_per_k=32, ldg_per_phase=40, elems_per_phase=40,
-                        fma_per_phase=1024, outputs=32, phase_k=32),
+                        fma_per_phase=1024, outputs=32, phase_k=32, sts_ways_a=32),
     ),
     Kernel(
         "K6", "cuda", "K5 with 128-bit (float4) global and shared loads",
         source="cuda_kernels/k6_vectorized.cu",
         counted=Counted(lds_dist=1, lds_bcast=2, fma_per_k=32, ldg_per_phase=10, elems_per_phase=40,
-                        fma_per_phase=1024, outputs=32, phase_k=32, lds_bits=128, ldg_bits=128),
+                        fma_per_phase=1024, outputs=32, phase_k=32, lds_bits=128, ldg_bits=128, sts_ways_a=8),
     ),
     # The ladder past K6: each rung one idea over the one before.
     Kernel(
         "K7", "cuda", "more outputs per thread: 128x128x8 block tile, 8x8 outputs per thread, 256 threads",
         source="cuda_kernels/k7_block_tile_8x8.cu",
         counted=Counted(lds_dist=2, lds_bcast=2, fma_per_k=64, ldg_per_phase=2, elems_per_phase=8,
-                        fma_per_phase=512, outputs=64, phase_k=8, lds_bits=128, ldg_bits=128),
+                        fma_per_phase=512, outputs=64, phase_k=8, lds_bits=128, ldg_bits=128, sts_ways_a=2),
     ),
     Kernel(
         "K8", "cuda", "K7 + warp tiling: 32x64 warp tiles of 4x4 sub-blocks, conflict-free LDS.128",

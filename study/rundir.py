@@ -32,9 +32,10 @@ RESULTS = "results.csv"
 CLOCKS = "clocks.csv"
 GPU = "gpu.json"
 SASS = "sass.csv"
+SASS_STRIDES = "sass_strides.csv"  # the main loop's load widths at the stride experiment's shapes
 NCU = "ncu.csv"
 SWEEP = "sweep.csv"
-MEASURED = (RESULTS, CLOCKS, GPU, SASS, NCU, SWEEP)
+MEASURED = (RESULTS, CLOCKS, GPU, SASS, SASS_STRIDES, NCU, SWEEP)
 APPEND_ONLY = (RESULTS, CLOCKS, NCU, SWEEP)
 
 # derived tables: written by study.derive only, read by study.report only
@@ -44,6 +45,7 @@ LOO = "loo.csv"
 MODEL_SASS = "model_sass.csv"
 COUNTED_VS_COMPILED = "counted_vs_compiled.csv"
 PREDICTIONS = "predictions.csv"
+STRIDE_LOADS = "stride_loads.csv"
 PRICE_SHIFT = "price_shift.csv"
 TWINS = "twins.csv"
 LADDER = "ladder.csv"
@@ -62,7 +64,7 @@ BOUND_STEPS = "bound_steps.csv"
 BOUND_FINDINGS = "bound_findings.csv"
 BOUND_TRAVEL = "bound_travel.csv"
 MODEL_ERRORS = "model_errors.csv"
-DERIVED = (LEDGERS, MODEL, LOO, MODEL_SASS, COUNTED_VS_COMPILED, PREDICTIONS, PRICE_SHIFT, TWINS, LADDER, STRIDES, SHAPES,
+DERIVED = (LEDGERS, MODEL, LOO, MODEL_SASS, COUNTED_VS_COMPILED, PREDICTIONS, PRICE_SHIFT, TWINS, LADDER, STRIDE_LOADS, STRIDES, SHAPES,
            SIZES, SIZE_STEP, COUNTERS, CLOCK_SUMMARY, SEED_LEDGERS, SEED_MODEL,
            BOUNDS, BOUND_CONSTANTS, BOUND_STEPS, BOUND_FINDINGS, BOUND_TRAVEL, MODEL_ERRORS)
 

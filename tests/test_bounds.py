@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from study import rundir
-from study.derive import bounds, derive, ledgers, model
+from study.derive import bound_tables, bounds, derive, ledgers, model
 from study.gpu import GPU
 
 REPO = Path(__file__).resolve().parent.parent
@@ -202,7 +202,7 @@ def test_seed_replay_unchanged_and_loo_keeps_the_seed_rows(tmp_path):
     assert set(loo["method"]) == {"lstsq", "bound"}
     errs = pd.read_csv(rd.file(rundir.MODEL_ERRORS))
     assert {"exact", "lstsq", "sass", "bound"} <= set(errs["method"])
-    assert list(errs.columns) == bounds.ERROR_COLUMNS
+    assert list(errs.columns) == bound_tables.ERROR_COLUMNS
     # the seed replay written beside it is the seed's exact calibration, unchanged
     sm = pd.read_csv(rd.file(rundir.SEED_MODEL)).iloc[0]
     assert math.isclose(sm["p_ldg"], p.p_ldg) and math.isclose(sm["p_dist"], p.p_dist)

@@ -29,7 +29,7 @@ from study.rundir import RunDir
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "report"
 SEED = REPO / "reports" / "data"
-DATA_FILES = ["results.csv", "sass.csv", "clocks.csv", "gpu.json", "ncu.csv"]
+DATA_FILES = ["results.csv", "sass.csv", "sass_strides.csv", "clocks.csv", "gpu.json", "ncu.csv"]
 HEADINGS = [
     "## Provenance",
     "## Main table",
@@ -125,6 +125,16 @@ def test_strides_finding_has_the_ratio(full):
     k2 = res[(res["experiment"] == "strides") & (res["kernel"] == "K2")].set_index("label")["ms"]
     x, y = k1["n=4096"] / k2["n=4096"], k1["n=4097"] / k2["n=4097"]
     assert any(f"{x:.3f}×" in line and f"{y:.3f}×" in line for line in findings), findings
+
+
+def test_strides_by_mechanism_shows_the_load_widths_of_each_shape(full):
+    _, text = full
+    sec = sections(text)["### E4 strides"]
+    assert "| T5 | 10×128-bit | 40×32-bit |" in sec
+    assert "| T5p | 10×128-bit (cp.async) | 40×32-bit (cp.async) |" in sec
+    assert "| K6 | 10×128-bit | refused |" in sec and "| K1 | 32×32-bit | 32×32-bit |" in sec
+    finding = next(line for line in sec.splitlines() if "lose them" in line)
+    assert "T5, T5p" in finding and "four 32-bit ones" in finding  # 40 = 4 x 10 in the fixture
 
 
 def test_shapes_finding_has_the_speedups(full):
@@ -332,7 +342,9 @@ def test_a_failing_figure_is_recorded_as_skipped(tmp_path, monkeypatch):
     def broken(run, fig_dir):
         raise RuntimeError("no luck\nsecond line")
 
-    monkeypatch.setattr(report, "FIGURES", {"roofline": broken, "throughput": report.fig_throughput})
+    from study.report import figures
+
+    monkeypatch.setattr(figures, "FIGURES", {"roofline": broken, "throughput": report.fig_throughput})
     run = report.load(make_run(tmp_path, DATA_FILES, seed=False))
     report.make_figures(run, tmp_path / "figures")
     assert run.figures["roofline"] == (None, "could not be drawn (RuntimeError: no luck)")

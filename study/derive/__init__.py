@@ -134,6 +134,8 @@ def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool 
     write(rd_files.PRICE_SHIFT, tables.price_shift(mtab))
     write(rd_files.TWINS, tables.twins(table))
     write(rd_files.STRIDES, tables.strides(table))
+    widths = read_csv(rd.file(rd_files.SASS_STRIDES))
+    write(rd_files.STRIDE_LOADS, tables.stride_loads(widths) if widths is not None else None)
     write(rd_files.SHAPES, tables.shapes(table))
     write(rd_files.SIZES, tables.sizes(table, gpu.l2_bytes))
     write(rd_files.SIZE_STEP, tables.size_step(table, gpu.l2_bytes))
@@ -155,29 +157,29 @@ def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool 
 def _write_bounds(write, table, ncu, sass_df, gpu, loo, seed_ledgers, predictions) -> None:
     """The bound model (``bounds``): its tables, model_errors.csv beside the seed's methods, and
     loo.csv with a ``method`` column (the seed's rows "lstsq") and the bound model's rows appended."""
-    from study.derive import bounds
+    from study.derive import bound_tables, bounds
 
     has_ncu = ncu is not None and {"metric", "value"} <= set(ncu.columns)
     bm = bounds.run(table, ncu, sass_df, gpu) if has_ncu else None
     seed_loo = None if loo is None else loo.assign(method="lstsq", error_pct=loo["model_error_pct"])
-    seed_rows = bounds.seed_rows(table, predictions)
+    seed_rows = bound_tables.seed_rows(table, predictions)
     if bm is None:
         write(rd_files.LOO, seed_loo)
         for name in (rd_files.BOUNDS, rd_files.BOUND_CONSTANTS, rd_files.BOUND_STEPS):
             write(name, None)
         why = bounds.why_not(table, ncu if has_ncu else None, sass_df, gpu)
-        write(rd_files.BOUND_FINDINGS, bounds.not_fitted(why))
+        write(rd_files.BOUND_FINDINGS, bound_tables.not_fitted(why))
         write(rd_files.MODEL_ERRORS, seed_rows if len(seed_rows) else None)
         inp = bounds.inputs(table, None, None, bounds.machine(gpu))
-        write(rd_files.BOUND_TRAVEL, bounds.travel(table, inp, seed_ledgers))
+        write(rd_files.BOUND_TRAVEL, bound_tables.travel(table, inp, seed_ledgers))
         return
-    errors = bounds.model_errors(bm.predictions, bm.constants, seed_rows)
+    errors = bound_tables.model_errors(bm.predictions, bm.constants, seed_rows)
     write(rd_files.LOO, pd.concat([x for x in (seed_loo, bm.loo) if x is not None], ignore_index=True))
     write(rd_files.BOUNDS, bm.predictions)
-    write(rd_files.BOUND_CONSTANTS, bounds.constants_table(bm.constants, bounds.machine(gpu)))
-    write(rd_files.BOUND_STEPS, bounds.steps(bm.predictions))
-    write(rd_files.BOUND_FINDINGS, bounds.findings(bm.predictions, bm.constants, bm.loo, errors))
-    write(rd_files.BOUND_TRAVEL, bounds.travel(table, bm.inputs, seed_ledgers))
+    write(rd_files.BOUND_CONSTANTS, bound_tables.constants_table(bm.constants, bounds.machine(gpu)))
+    write(rd_files.BOUND_STEPS, bound_tables.steps(bm.predictions))
+    write(rd_files.BOUND_FINDINGS, bound_tables.findings(bm.predictions, bm.constants, bm.loo, errors))
+    write(rd_files.BOUND_TRAVEL, bound_tables.travel(table, bm.inputs, seed_ledgers))
     write(rd_files.MODEL_ERRORS, errors)
 
 

@@ -14,12 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
-import seaborn as sns
-
 from study.errors import first_line
-from study.report import figures
-from study.report.figures import FIGURES, Skip  # noqa: F401
+from study.report.figures import FIGURES, Skip, make_figures  # noqa: F401
 from study.report.load import Run, load
 from study.report.md import gpu_name
 from study.report.sections.bounds import section_bounds
@@ -34,21 +30,6 @@ from study.report.sections.seed import section_seed
 
 # the figures are named ``study.report.<function>`` in the report: they live here too
 globals().update({fn.__name__: fn for fn in FIGURES.values()})
-
-
-def make_figures(run: Run, fig_dir: Path) -> None:
-    """Draw every figure; one that fails is recorded as skipped with the reason, never fatal."""
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    with matplotlib.rc_context():
-        sns.set_theme(style="whitegrid", context="paper")
-        for name, fn in FIGURES.items():
-            try:
-                path = fn(run, fig_dir)
-                run.figures[name] = (f"figures/{path.name}", "")
-            except figures.Skip as e:
-                run.figures[name] = (None, str(e))
-            except Exception as e:  # an input this figure did not foresee costs that figure only
-                run.figures[name] = (None, f"could not be drawn ({first_line(e)})")
 
 
 def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str]]]]:

@@ -36,6 +36,7 @@ TABLES = {
     "ladder": (files.LADDER, ("kernel", "speedup", "moved")),
     "clock_summary": (files.CLOCK_SUMMARY, ("kernel", "median_mhz", "run_median_mhz")),
     "strides": (files.STRIDES, ("kernel", "ratio")),
+    "stride_loads": (files.STRIDE_LOADS, ("kernel", "loads_128", "loads_32")),
     "shapes": (files.SHAPES, ("label", "speedup")),
     "sizes": (files.SIZES, ("n", "footprint_bytes")),
     "size_step": (files.SIZE_STEP, ("kernel", "change")),
@@ -55,7 +56,7 @@ TEXT_COLUMNS = frozenset(
     {"experiment", "label", "kernel", "impl", "config", "method", "kernels", "arch", "symbol",
      "occupancy_limited_by", "error", "flag", "explanation", "metric", "unit", "ncu_kernel", "ncu",
      "role", "cuda", "tile", "unpipelined", "pipelined", "first", "last", "top_stalls", "twin",
-     "inside_l2", "nvcc", "price", "pair", "at_other_shape", "idea", "moved"}
+     "inside_l2", "nvcc", "price", "pair", "at_other_shape", "idea", "moved", "specialised", "async"}
     | {"bound", "warps_from", "exposed", "constant", "meaning", "fitted", "from", "to", "from_bound",
        "to_bound", "changed", "finding", "note", "where", "applied", "why", "unit"}
     | {"gpu", "cc", "torch", "triton", "cuda", "driver", "commit", "host", "run_id", "timestamp"}
