@@ -177,7 +177,7 @@ STRIDE_COLUMNS = ["kernel", "impl", "M_a", "N_a", "K_a", "ms_a", "M_b", "N_b", "
 def strides(ledger: pd.DataFrame) -> pd.DataFrame:
     """Per kernel timed at both stride points: the two times, their ratio (b over a), the change in
     percent and the speed-up (a over b). ``at_other_shape`` marks a kernel measured at another shape
-    than the rest (an aligned one). The first CUDA rung carries its time ratio to the second
+    than the rest (an aligned one). The uncoalesced request-ledger kernel carries its time ratio to the coalesced one
     (``pair``) at both points: what coalescing is worth with and without the power-of-two stride."""
     la, lb = stride_labels()
     df = experiment_rows(ledger, "strides")
@@ -187,8 +187,9 @@ def strides(ledger: pd.DataFrame) -> pd.DataFrame:
     if not both:
         return pd.DataFrame(columns=STRIDE_COLUMNS)
     n_min = min(int(b[k].M) for k in both)
-    ladder = [k.id for k in registry.by_impl("cuda")]
-    first, second = (ladder + ["", ""])[:2]
+    # the request-ledger pair (uncoalesced, then coalesced): what coalescing is worth per stride
+    pair = [k.id for k in registry.request_ledger_kernels()]
+    first, second = (pair + ["", ""])[:2]
     rows = []
     for kid in both:
         ra, rb = a[kid], b[kid]

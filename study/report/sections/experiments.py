@@ -157,9 +157,10 @@ def _stride_mechanism(run: Run) -> list[str]:
 
 def _stride_findings(tab, la: str, lb: str) -> list[str]:
     t = tab.set_index("kernel")
-    cuda = [k.id for k in registry.by_impl("cuda")]
+    cuda = [k.id for k in registry.cuda_ladder()]
+    pair = [k.id for k in registry.request_ledger_kernels()]
     out = []
-    k1 = cuda[0]
+    k1 = pair[0] if pair else ""
     if k1 in t.index:
         r = t.loc[k1]
         word, f = ("faster", r["speedup"]) if r["speedup"] >= 1 else ("slower", 1 / r["speedup"])
@@ -180,7 +181,7 @@ def _stride_findings(tab, la: str, lb: str) -> list[str]:
                     f"the power-of-two stride adds nothing to {k1}'s deficit."
                 )
     odd = [k for k in t.index if truthy(t.at[k, "at_other_shape"])]
-    rest = [k for k in cuda[2:] if k in t.index and k not in odd]
+    rest = [k for k in cuda if k not in pair and k in t.index and k not in odd]
     parts = []
     if rest:
         parts.append(f"{', '.join(rest)} changes by {ratio_range([t.at[k, 'change_pct'] for k in rest], '{:+.1f}%')}")
