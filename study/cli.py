@@ -113,6 +113,17 @@ def refuse_flags(given: dict[str, bool], mode: str) -> None:
 
 
 __all__ = [
-    "EXIT_BAD_INPUT", "HIDDEN", "Parser", "first_line", "input_file", "main", "nonempty_list",
-    "out_dir", "parse_shape", "positive_float", "positive_int", "refuse_flags", "say",
+    "EXIT_BAD_INPUT",
+    "HIDDEN",
+    "Parser",
+    "first_line",
+    "input_file",
+    "main",
+    "nonempty_list",
+    "out_dir",
+    "parse_shape",
+    "positive_float",
+    "positive_int",
+    "refuse_flags",
+    "say",
 ]

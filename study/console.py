@@ -15,21 +15,41 @@ from study.rundir import RunDir
 WIDTH = 120
 # column -> (heading, format)
 MAIN = {
-    "kernel": ("kernel", None), "impl": ("impl", None), "ms": ("ms", "{:.3f}"), "gflops": ("GFLOP/s", "{:.0f}"),
-    "pct_peak": ("%peak", "{:.1f}"), "pct_cublas": ("%cuBLAS", "{:.1f}"), "cadence": ("cadence", "{:.3f}"),
-    "attainment_pct": ("attain%", "{:.0f}"), "loads_per_fma": ("loads/FMA", "{:.3f}"),
-    "predicted_cadence": ("predicted", "{:.3f}"), "model_error_pct": ("err%", "{:+.1f}"),
+    "kernel": ("kernel", None),
+    "impl": ("impl", None),
+    "ms": ("ms", "{:.3f}"),
+    "gflops": ("GFLOP/s", "{:.0f}"),
+    "pct_peak": ("%peak", "{:.1f}"),
+    "pct_cublas": ("%cuBLAS", "{:.1f}"),
+    "cadence": ("cadence", "{:.3f}"),
+    "attainment_pct": ("attain%", "{:.0f}"),
+    "loads_per_fma": ("loads/FMA", "{:.3f}"),
+    "predicted_cadence": ("predicted", "{:.3f}"),
+    "model_error_pct": ("err%", "{:+.1f}"),
 }
 SASS = {
-    "kernel": ("kernel", None), "FFMA": ("FFMA", "{:.0f}"), "LDS32": ("LDS.32", "{:.0f}"),
-    "LDS128": ("LDS.128", "{:.0f}"), "LDG32": ("LDG.32", "{:.0f}"), "LDG128": ("LDG.128", "{:.0f}"),
-    "LDGSTS": ("LDGSTS", "{:.0f}"), "total": ("total", "{:.0f}"), "loop_FFMA": ("loop FFMA", "{:.0f}"),
-    "loop_LDS": ("loop LDS", "{:.0f}"), "loop_LDG": ("loop LDG", "{:.0f}"), "registers": ("regs", "{:.0f}"),
-    "smem_bytes": ("smem", "{:.0f}"), "occupancy_pct": ("occ%", "{:.1f}"),
+    "kernel": ("kernel", None),
+    "FFMA": ("FFMA", "{:.0f}"),
+    "LDS32": ("LDS.32", "{:.0f}"),
+    "LDS128": ("LDS.128", "{:.0f}"),
+    "LDG32": ("LDG.32", "{:.0f}"),
+    "LDG128": ("LDG.128", "{:.0f}"),
+    "LDGSTS": ("LDGSTS", "{:.0f}"),
+    "total": ("total", "{:.0f}"),
+    "loop_FFMA": ("loop FFMA", "{:.0f}"),
+    "loop_LDS": ("loop LDS", "{:.0f}"),
+    "loop_LDG": ("loop LDG", "{:.0f}"),
+    "registers": ("regs", "{:.0f}"),
+    "smem_bytes": ("smem", "{:.0f}"),
+    "occupancy_pct": ("occ%", "{:.1f}"),
 }
 PRICES = {
-    "method": ("method", None), "p_ldg": ("P_ldg", "{:.3f}"), "p_dist": ("P_dist", "{:.3f}"),
-    "p_bcast": ("P_bcast", "{:.3f}"), "p_lds32": ("P_lds32", "{:.3f}"), "p_lds128": ("P_lds128", "{:.3f}"),
+    "method": ("method", None),
+    "p_ldg": ("P_ldg", "{:.3f}"),
+    "p_dist": ("P_dist", "{:.3f}"),
+    "p_bcast": ("P_bcast", "{:.3f}"),
+    "p_lds32": ("P_lds32", "{:.3f}"),
+    "p_lds128": ("P_lds128", "{:.3f}"),
 }
 
 
@@ -54,16 +74,23 @@ def fit(text: str) -> str:
 def print_tables(rd: RunDir, derived, origin: str) -> None:
     gpu = derived.gpu
     main = main_rows(derived.ledgers)
-    print(f"\nMain table ({origin}); % of peak and cadence at {gpu.sm_clock_mhz:.0f} MHz (device max); "
-          f"full tables in {rd.report}")
+    print(
+        f"\nMain table ({origin}); % of peak and cadence at {gpu.sm_clock_mhz:.0f} MHz (device max); "
+        f"full tables in {rd.report}"
+    )
     print(fit(formatted(main, MAIN).to_string(index=False)))
     twins = rd.file(rundir.TWINS)
     if twins.is_file() and twins.stat().st_size:
         tw = pd.read_csv(twins)
         if len(tw):
-            cols = {"cuda": ("CUDA", None), "cuda_gflops": ("GFLOP/s", "{:.0f}"), "unpipelined": ("Triton", None),
-                    "ratio_unpipelined": ("Triton/CUDA", "{:.2f}"), "pipelined": ("pipelined", None),
-                    "ratio_pipelined": ("pipelined/CUDA", "{:.2f}")}
+            cols = {
+                "cuda": ("CUDA", None),
+                "cuda_gflops": ("GFLOP/s", "{:.0f}"),
+                "unpipelined": ("Triton", None),
+                "ratio_unpipelined": ("Triton/CUDA", "{:.2f}"),
+                "pipelined": ("pipelined", None),
+                "ratio_pipelined": ("pipelined/CUDA", "{:.2f}"),
+            }
             print("\nTriton twins (GFLOP/s ratio to their CUDA kernel):")
             print(fit(formatted(tw, cols).to_string(index=False)))
     if derived.model.empty:

@@ -1,4 +1,5 @@
-"""The experiments as data (`docs/method.md#experiments`): which shapes each one measures, and under what label.
+"""The experiments as data (`docs/method.md#experiments`): which shapes each one measures, under
+what label.
 
 A *point* is one (experiment, label, M, N, K). A kernel that refuses a shape (K6 needs N and K
 multiples of 4) is measured at the nearest shape it accepts, named in the row, never silently

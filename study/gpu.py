@@ -327,7 +327,9 @@ def for_run(gpu_json: Path, results) -> tuple[GPU, str]:
     if not gpu.sampled_sm_clock_mhz and "sm_clock_mhz" in results.columns:
         import pandas as pd
 
-        main = results[results["experiment"].astype(str) == "main"] if "experiment" in results.columns else results
+        main = results
+        if "experiment" in results.columns:
+            main = results[results["experiment"].astype(str) == "main"]
         clocks = pd.to_numeric(main["sm_clock_mhz"], errors="coerce")
         if clocks.gt(0).any():
             gpu = gpu.with_sampled_clock(float(clocks[clocks > 0].median()))

@@ -58,13 +58,27 @@ def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -
         if (k.id, shape) not in memo:
             memo[(k.id, shape)] = measure_fn(k, shape)
         m = memo[(k.id, shape)]
-        row = {**m["row"], "experiment": p.experiment, "label": p.label, **prov, "timestamp": results.timestamp()}
+        row = {
+            **m["row"],
+            "experiment": p.experiment,
+            "label": p.label,
+            **prov,
+            "timestamp": results.timestamp(),
+        }
         rows_file.append(row)
         if m["samples"] and not m.get("clocks_written"):
             clocks_file.append_many(
-                {"run_id": prov.get("run_id", ""), "experiment": p.experiment, "label": p.label,
-                 "kernel": k.id, "M": shape[0], "N": shape[1], "K": shape[2], "t_s": round(t, 4),
-                 "sm_clock_mhz": mhz}
+                {
+                    "run_id": prov.get("run_id", ""),
+                    "experiment": p.experiment,
+                    "label": p.label,
+                    "kernel": k.id,
+                    "M": shape[0],
+                    "N": shape[1],
+                    "K": shape[2],
+                    "t_s": round(t, 4),
+                    "sm_clock_mhz": mhz,
+                }
                 for t, mhz in m["samples"]
             )
             m["clocks_written"] = True
@@ -95,8 +109,21 @@ def measure_one(k, shape, flush, target_s, bench, torch, gpu_mod) -> dict:
     M, N, K = shape
     launch = k.launcher
     rel_err = bench.check(launch, M, N, K, seed=M * 7 + N * 3 + K)
-    row = {"kernel": k.id, "impl": k.impl, "M": M, "N": N, "K": K, "rel_err": rel_err, "ms": "",
-           "p20_ms": "", "p80_ms": "", "reps": "", "sm_clock_mhz": "", "clock_samples": 0, "config": ""}
+    row = {
+        "kernel": k.id,
+        "impl": k.impl,
+        "M": M,
+        "N": N,
+        "K": K,
+        "rel_err": rel_err,
+        "ms": "",
+        "p20_ms": "",
+        "p80_ms": "",
+        "reps": "",
+        "sm_clock_mhz": "",
+        "clock_samples": 0,
+        "config": "",
+    }
     if not rel_err <= experiments.TOLERANCE:
         say(f"{k.id} at {M}x{N}x{K}: relative error {rel_err:.2e} > {experiments.TOLERANCE:.0e}; not timed")
         return {"row": row, "samples": []}
@@ -105,8 +132,14 @@ def measure_one(k, shape, flush, target_s, bench, torch, gpu_mod) -> dict:
     with gpu_mod.ClockSampler() as clock:
         t = bench.time_cuda(lambda: launch(a, b, out), flush, target_s=target_s)
     med_clock = clock.median()
-    row.update(ms=t.ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, reps=t.reps,
-               sm_clock_mhz=med_clock if med_clock is not None else "", clock_samples=len(clock.samples))
+    row.update(
+        ms=t.ms,
+        p20_ms=t.p20_ms,
+        p80_ms=t.p80_ms,
+        reps=t.reps,
+        sm_clock_mhz=med_clock if med_clock is not None else "",
+        clock_samples=len(clock.samples),
+    )
     cfg = k.tuned_config(M, N, K)
     row["config"] = json.dumps(cfg, sort_keys=True) if cfg else ""
     return {"row": row, "samples": clock.samples}

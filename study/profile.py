@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     default = ",".join(k.id for k in kernels.default_profile())
     p.add_argument("--kernels", default=default, help=f"comma-separated ids (default {default})")
     p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"run directory the counters join (default {DEFAULT_OUT}/)")
+    p.add_argument("--out", default=DEFAULT_OUT,
+                   help=f"run directory the counters join (default {DEFAULT_OUT}/)")
     p.add_argument("--child", help=cli.HIDDEN)  # internal: profile this kernel in this process
 
     def body() -> int:

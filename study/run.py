@@ -38,7 +38,9 @@ def build_parser() -> cli.Parser:
     g.add_argument("--shape", help="M,N,K for the main table (default 4096,4096,4096)")
     p.add_argument("--experiments", help=f"comma-separated, default all: {','.join(experiments.EXPERIMENTS)}")
     p.add_argument("--out", help=f"run directory to write (default {DEFAULT_OUT}/)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out: measure only what is missing")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the run in --out: measure only what is missing"
+    )
     p.add_argument("--from-results", metavar="TIMES.csv", help="replay recorded times, no GPU needed")
     p.add_argument("--gpu", metavar="GPU.json", help="GPU constants for --from-results")
     p.add_argument("--arch", help="SASS target, e.g. sm_90 (default: the present GPU, else sm_90)")
@@ -54,8 +56,11 @@ class Plan:
     def __init__(self, argv):
         a = build_parser().parse_args(argv)
         self.mode = "replay" if (a.from_results is not None or a.gpu is not None) else "run"
-        self.kernels = kernels.select(",".join(cli.nonempty_list(a.kernels, "--kernels", kernels.IDS))
-                                      if a.kernels is not None else None)
+        self.kernels = kernels.select(
+            ",".join(cli.nonempty_list(a.kernels, "--kernels", kernels.IDS))
+            if a.kernels is not None
+            else None
+        )
         if a.size is not None:
             n = cli.positive_int(a.size)
             self.main_shape = (n, n, n)
@@ -74,10 +79,16 @@ class Plan:
         self.target_s = cli.positive_float(a.target_s, "--target-s") if a.target_s is not None else TARGET_S
         self.resume, self.no_sass, self.no_report = a.resume, a.no_sass, a.no_report
         self.out = cli.out_dir(a.out if a.out is not None else DEFAULT_OUT)
-        self.given = {"--kernels": a.kernels is not None, "--size": a.size is not None,
-                      "--shape": a.shape is not None, "--experiments": a.experiments is not None,
-                      "--resume": a.resume, "--arch": a.arch is not None, "--no-sass": a.no_sass,
-                      "--target-s": a.target_s is not None}
+        self.given = {
+            "--kernels": a.kernels is not None,
+            "--size": a.size is not None,
+            "--shape": a.shape is not None,
+            "--experiments": a.experiments is not None,
+            "--resume": a.resume,
+            "--arch": a.arch is not None,
+            "--no-sass": a.no_sass,
+            "--target-s": a.target_s is not None,
+        }
         if self.mode == "replay":
             if a.gpu is None:
                 raise InputError("--from-results needs --gpu GPU.json (the constants of the GPU that ran it)")
@@ -96,9 +107,10 @@ class Plan:
 
     def offline(self) -> None:
         """No device: the flags that only a measurement uses mean nothing."""
-        cli.refuse_flags({f: self.given[f] for f in ("--size", "--shape", "--experiments", "--resume",
-                                                     "--target-s")},
-                         "without a GPU (nothing is measured; the recorded run is re-derived)")
+        cli.refuse_flags(
+            {f: self.given[f] for f in ("--size", "--shape", "--experiments", "--resume", "--target-s")},
+            "without a GPU (nothing is measured; the recorded run is re-derived)",
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,11 +151,15 @@ def replay(plan: Plan) -> int:
         if col not in rows.columns:
             rows.insert(0, col, value)
     derive.validate.check_rows(rows, gpu, str(plan.times))
-    files = {rundir.RESULTS: rows.to_csv(index=False).encode(),
-             rundir.GPU: (json.dumps(gpu.to_dict(), indent=2) + "\n").encode()}
+    files = {
+        rundir.RESULTS: rows.to_csv(index=False).encode(),
+        rundir.GPU: (json.dumps(gpu.to_dict(), indent=2) + "\n").encode(),
+    }
     rd = RunDir(plan.out)
     rd.claim_copy(files, "a replay")
-    check_calibration(rows, gpu)  # the user asked for this replay: times that cannot be calibrated are refused
+    check_calibration(
+        rows, gpu
+    )  # the user asked for this replay: times that cannot be calibrated are refused
     rd.write_inputs(files)
     return finish(rd, f"replayed from {plan.times}", measured=False, require_calibration=True, plan=plan)
 
@@ -165,11 +181,15 @@ def recorded(plan: Plan) -> int:
         files = {n: src.file(n).read_bytes() for n in rundir.MEASURED if src.has(n)}
         rd.claim_copy(files, "a copy of the recorded run")  # a refusal is its one line, nothing before
         rd.write_inputs(files)
-    say("no CUDA device: measured nothing. Re-deriving the recorded run and computing what needs no GPU "
-        "(the SASS of this machine's toolchain, beside the run).")
+    say(
+        "no CUDA device: measured nothing. Re-deriving the recorded run and computing what needs no GPU "
+        "(the SASS of this machine's toolchain, beside the run)."
+    )
     if not plan.no_sass:
         local_sass(plan, rd)
-    return finish(rd, f"recorded rows from {src.file(rundir.RESULTS).relative_to(REPO)}", measured=False, plan=plan)
+    return finish(
+        rd, f"recorded rows from {src.file(rundir.RESULTS).relative_to(REPO)}", measured=False, plan=plan
+    )
 
 
 def measure(plan: Plan) -> int:
@@ -191,8 +211,10 @@ def measure(plan: Plan) -> int:
         gpu.to_json(rd.file(rundir.GPU))  # which GPU this directory holds, before the first row
     run_id = results.new_run_id()
     prov = results.provenance(gpu, run_id)
-    say(f"{gpu.name}: {gpu.sms} SMs, {gpu.sm_clock_mhz} MHz max SM clock, FP32 peak "
-        f"{gpu.peak_gflops() / 1e3:.1f} TFLOP/s, DRAM {gpu.dram_gbps() / 1e3:.2f} TB/s; run {run_id}")
+    say(
+        f"{gpu.name}: {gpu.sms} SMs, {gpu.sm_clock_mhz} MHz max SM clock, FP32 peak "
+        f"{gpu.peak_gflops() / 1e3:.1f} TFLOP/s, DRAM {gpu.dram_gbps() / 1e3:.2f} TB/s; run {run_id}"
+    )
 
     failed = measure.correctness_sweep(plan.kernels, bench)
     for kid, msg in failed.items():
@@ -202,7 +224,11 @@ def measure(plan: Plan) -> int:
     rows_file = results.ResultsFile(rd.file(rundir.RESULTS))
     clocks_file = results.ResultsFile(rd.file(rundir.CLOCKS), results.CLOCK_COLUMNS)
     done = results.done_keys(rows_file.path)
-    todo = [(p, k) for p, k in measure.plan(live, plan.experiments, plan.main_shape) if measure.key(p, k) not in done]
+    todo = [
+        (p, k)
+        for p, k in measure.plan(live, plan.experiments, plan.main_shape)
+        if measure.key(p, k) not in done
+    ]
     if done:
         say(f"--resume: {len(done)} rows already in {rows_file.path}; {len(todo)} measurements to go")
     flush = bench.L2Flush(gpu.l2_bytes)
@@ -220,8 +246,10 @@ def measure(plan: Plan) -> int:
     try:
         measure.run_plan(todo, measure_fn, rows_file, clocks_file, {**prov, "run_id": run_id}, guard)
     except KeyboardInterrupt:
-        say(f"interrupted: the finished rows are kept in {rows_file.path}; rerun with --resume to measure "
-            "only the rest")
+        say(
+            f"interrupted: the finished rows are kept in {rows_file.path}; rerun with --resume to measure "
+            "only the rest"
+        )
         return 130
     say(f"measured {len(todo)} rows in {time.time() - t0:.0f} s -> {rows_file.path}")
     rows = derive.read_results(rd)
@@ -246,8 +274,10 @@ def sass_tables(plan: Plan, arch: str, configs: dict):
 
     chosen = [k for k in plan.kernels if k.impl != "cublas"]
     try:
-        return (table.sass_table(chosen, arch, configs=configs),
-                table.stride_table(chosen, experiments.stride_shapes(chosen), arch, configs=configs))
+        return (
+            table.sass_table(chosen, arch, configs=configs),
+            table.stride_table(chosen, experiments.stride_shapes(chosen), arch, configs=configs),
+        )
     except tools.SassUnavailable as e:
         say(str(e))  # the message says "SASS skipped: ..." itself
         return None, None

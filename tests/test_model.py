@@ -1,6 +1,7 @@
 """Unit prices and predictions, replayed on the RTX 4090 report's times.
 
-Expected numbers are the report's published figures (the seed replay, `docs/method.md#seed`), not this code's output.
+Expected numbers are the report's published figures (the seed replay, `docs/method.md#seed`), not
+this code's output.
 """
 
 import math

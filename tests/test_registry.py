@@ -147,7 +147,8 @@ def test_evaluator_reads_c_integer_expressions():
     d = {"K6_BM": "32", "K6_TM": "8", "K6_ROWS": "(K6_BM / K6_TM)", "NEG": "-7", "V": "1", "S": "4"}
     assert registration.evaluate("(K6_BM / K6_TM)", d) == 4
     assert registration.evaluate("K6_BM * K6_ROWS + 2 * (3 - 1)", d) == 132
-    assert registration.evaluate("NEG / 2", d) == -3 and registration.evaluate("NEG % 2", d) == -1  # C truncation
+    # C truncation
+    assert registration.evaluate("NEG / 2", d) == -3 and registration.evaluate("NEG % 2", d) == -1
     assert registration.evaluate("V | S", d) == 5 and registration.evaluate("1 + 2 | 4", d) == 7
     assert registration.evaluate("0x10 + 010 + 4u + 2UL", d) == 30
 

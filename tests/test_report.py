@@ -232,7 +232,8 @@ def test_the_renderer_imports_no_arithmetic():
         tree = ast.parse(path.read_text())
         names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-        names += [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names]
+        names += [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                  for a in n.names]
         assert not [m for m in names if m.startswith("study.derive")], path
 
 
@@ -396,7 +397,8 @@ def test_twins_are_paired_by_the_registry(tmp_path, monkeypatch):
 
 def test_reproduce_example_names_registry_ids(loaded, monkeypatch):
     last_cuda = registry.last_rung().id
-    assert f"--kernels {registry.BASELINE.id},{last_cuda} " in "\n".join(meta_section.section_reproduce(loaded))
+    text = "\n".join(meta_section.section_reproduce(loaded))
+    assert f"--kernels {registry.BASELINE.id},{last_cuda} " in text
     monkeypatch.setattr(registry, "BASELINE", dataclasses.replace(registry.BASELINE, id="KB"))
     assert f"--kernels KB,{last_cuda} " in "\n".join(meta_section.section_reproduce(loaded))
 

@@ -54,8 +54,10 @@ def timed(rows: pd.DataFrame, note: bool = False) -> pd.DataFrame:
     if note and blank.any():
         counts = rows.loc[blank, "kernel"].astype(str).value_counts(sort=False)
         which = ", ".join(f"{k} ({n} row{'s' if n > 1 else ''})" for k, n in counts.items())
-        say(f"left out {int(blank.sum())} row(s) without a time (a kernel that failed its check "
-            f"has none): {which}")
+        say(
+            f"left out {int(blank.sum())} row(s) without a time (a kernel that failed its check "
+            f"has none): {which}"
+        )
     return rows[~blank].copy()
 
 
@@ -85,8 +87,9 @@ def read_results(rd: RunDir) -> pd.DataFrame:
     return results_io.read(rd.file(rd_files.RESULTS), required=["kernel", "M", "N", "K", "ms"])
 
 
-def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool = False,
-           note: bool = True) -> Derived:
+def derive(
+    rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool = False, note: bool = True
+) -> Derived:
     """Every derived table of ``rd`` from its measured inputs, written into ``rd``.
 
     The ledgers are always written. Each model step runs when its kernels were timed, and is
@@ -110,8 +113,11 @@ def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool 
             skipped.setdefault(str(e).removeprefix("cannot calibrate: "), []).append(step)
             return None
 
-    exact = model.calibrate_exact(table) if require_calibration else attempt(
-        MODEL_STEPS[0], lambda: model.calibrate_exact(table))
+    exact = (
+        model.calibrate_exact(table)
+        if require_calibration
+        else attempt(MODEL_STEPS[0], lambda: model.calibrate_exact(table))
+    )
     lstsq = attempt(MODEL_STEPS[1], lambda: model.fit_lstsq(table))
     mtab = model.prices_table([p for p in (exact, lstsq) if p is not None])
     if exact is not None:
@@ -147,8 +153,16 @@ def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool 
     seed_ledgers, seed_model = replay_seed(seed)
     write(rd_files.SEED_LEDGERS, seed_ledgers)
     write(rd_files.SEED_MODEL, seed_model)
-    _write_bounds(write, table, ncu, sass_df, gpu, loo, seed_ledgers,
-                  tables.predictions(table, mtab, sass_fit.predictions if sass_fit else None))
+    _write_bounds(
+        write,
+        table,
+        ncu,
+        sass_df,
+        gpu,
+        loo,
+        seed_ledgers,
+        tables.predictions(table, mtab, sass_fit.predictions if sass_fit else None),
+    )
     for reason, steps in skipped.items():
         say(f"model: skipped {', '.join(steps)} ({reason})")
     return Derived(gpu, source, table, mtab, skipped)

@@ -22,7 +22,8 @@ Inputs are counts only: instructions, fma-pipe instructions, shared-load wavefro
 sectors and requests and DRAM bytes from Nsight Compute (ncu.csv); the main loop's FFMA, LDG and
 barrier counts and the theoretical occupancy from the SASS table (sass.csv); tiles, threads and
 the counted request ledger from the registry; shared-store conflict ways read off the ``.cu``
-files (``Counted.sts_ways_a``/``sts_ways_b`` in the registry). The measured time is never an input: it is only the target of the fit.
+files (``Counted.sts_ways_a``/``sts_ways_b`` in the registry). The measured time is never an
+input: it is only the target of the fit.
 Stall ratios are not used (they are normalised by issue-active cycles, a function of the time).
 """
 

@@ -24,7 +24,8 @@ from study.kernels import Counted, Kernel
 NAN = float("nan")
 
 # ---------------------------------------------------------------------------------------------
-# Instruction ledger (docs/method.md#instruction-ledger): load instructions per FMA, counted from the inner loop.
+# Instruction ledger (docs/method.md#instruction-ledger): load instructions per FMA, counted from
+# the inner loop.
 
 
 def dist(c: Counted) -> float:

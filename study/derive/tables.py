@@ -40,8 +40,12 @@ def with_twin_ratio(ledger_main: pd.DataFrame) -> pd.DataFrame:
     """Rows with their CUDA ``twin`` and ``triton_over_cuda_gflops`` (``ledgers.twin_ratio``:
     Triton GFLOP/s over the twin's at the same shape; above 1: Triton faster)."""
     main = ledger_main.copy()
-    speed = {(k, m, n, kk): g for k, m, n, kk, g in zip(
-        main["kernel"], main["M"], main["N"], main["K"], pd.to_numeric(main["gflops"], errors="coerce"))}
+    speed = {
+        (k, m, n, kk): g
+        for k, m, n, kk, g in zip(
+            main["kernel"], main["M"], main["N"], main["K"], pd.to_numeric(main["gflops"], errors="coerce")
+        )
+    }
     pairs = twin_pairs()
     main["twin"] = [pairs.get(k, "") for k in main["kernel"]]
     main["triton_over_cuda_gflops"] = [
@@ -51,8 +55,19 @@ def with_twin_ratio(ledger_main: pd.DataFrame) -> pd.DataFrame:
     return main
 
 
-TWIN_COLUMNS = ["cuda", "tile", "warps", "cuda_gflops", "unpipelined", "unpipelined_gflops", "pipelined",
-                "pipelined_gflops", "cublas_gflops", "ratio_unpipelined", "ratio_pipelined"]
+TWIN_COLUMNS = [
+    "cuda",
+    "tile",
+    "warps",
+    "cuda_gflops",
+    "unpipelined",
+    "unpipelined_gflops",
+    "pipelined",
+    "pipelined_gflops",
+    "cublas_gflops",
+    "ratio_unpipelined",
+    "ratio_pipelined",
+]
 
 
 def twins(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -68,19 +83,21 @@ def twins(ledger: pd.DataFrame) -> pd.DataFrame:
         u = next((t for t in twins_ if (t.num_stages or 1) == 1 and t.id in main), None)
         p = next((t for t in twins_ if (t.num_stages or 1) > 1 and t.id in main), None)
         cg = main[c.id]["gflops"]
-        rows.append({
-            "cuda": c.id,
-            "tile": f"{c.tile[0]}×{c.tile[1]}×{c.tile[2]}" if c.tile else "none",
-            "warps": c.threads // 32,
-            "cuda_gflops": cg,
-            "unpipelined": u.id if u else "",
-            "unpipelined_gflops": main[u.id]["gflops"] if u else NAN,
-            "pipelined": p.id if p else "",
-            "pipelined_gflops": main[p.id]["gflops"] if p else NAN,
-            "cublas_gflops": base["gflops"] if base is not None else NAN,
-            "ratio_unpipelined": ledgers.twin_ratio(main[u.id]["gflops"], cg) if u else NAN,
-            "ratio_pipelined": ledgers.twin_ratio(main[p.id]["gflops"], cg) if p else NAN,
-        })
+        rows.append(
+            {
+                "cuda": c.id,
+                "tile": f"{c.tile[0]}×{c.tile[1]}×{c.tile[2]}" if c.tile else "none",
+                "warps": c.threads // 32,
+                "cuda_gflops": cg,
+                "unpipelined": u.id if u else "",
+                "unpipelined_gflops": main[u.id]["gflops"] if u else NAN,
+                "pipelined": p.id if p else "",
+                "pipelined_gflops": main[p.id]["gflops"] if p else NAN,
+                "cublas_gflops": base["gflops"] if base is not None else NAN,
+                "ratio_unpipelined": ledgers.twin_ratio(main[u.id]["gflops"], cg) if u else NAN,
+                "ratio_pipelined": ledgers.twin_ratio(main[p.id]["gflops"], cg) if p else NAN,
+            }
+        )
     return pd.DataFrame(rows, columns=TWIN_COLUMNS)
 
 
@@ -88,8 +105,17 @@ def twins(ledger: pd.DataFrame) -> pd.DataFrame:
 # Model predictions per kernel
 
 
-PREDICTION_COLUMNS = ["kernel", "role", "measured", "exact", "exact_err", "lstsq", "lstsq_err", "sass",
-                      "sass_err"]
+PREDICTION_COLUMNS = [
+    "kernel",
+    "role",
+    "measured",
+    "exact",
+    "exact_err",
+    "lstsq",
+    "lstsq_err",
+    "sass",
+    "sass_err",
+]
 
 
 def role(kid: str) -> str:
@@ -120,7 +146,9 @@ def error_pct(pred, meas) -> float:
         return NAN
 
 
-def predictions(ledger: pd.DataFrame, prices: pd.DataFrame | None, sass_pred: pd.DataFrame | None) -> pd.DataFrame:
+def predictions(
+    ledger: pd.DataFrame, prices: pd.DataFrame | None, sass_pred: pd.DataFrame | None
+) -> pd.DataFrame:
     """Per kernel at the calibration shape: measured cadence and the cadence each price set predicts."""
     if ledger is None or ledger.empty:
         return pd.DataFrame(columns=PREDICTION_COLUMNS)
@@ -129,10 +157,14 @@ def predictions(ledger: pd.DataFrame, prices: pd.DataFrame | None, sass_pred: pd
         r = prices.iloc[0]
         base = ledger[(ledger["M"] == r["M"]) & (ledger["N"] == r["N"]) & (ledger["K"] == r["K"])]
     base = main_rows(base) if len(main_rows(base)) else in_order(base.drop_duplicates("kernel", keep="last"))
-    out = pd.DataFrame({"kernel": base["kernel"].to_numpy(), "measured": base["cadence"].to_numpy(dtype=float)})
+    out = pd.DataFrame(
+        {"kernel": base["kernel"].to_numpy(), "measured": base["cadence"].to_numpy(dtype=float)}
+    )
     for method in ("exact", "lstsq"):
         pred = err = np.full(len(out), NAN)
-        row = prices[prices["method"] == method] if prices is not None and "method" in prices.columns else None
+        row = (
+            prices[prices["method"] == method] if prices is not None and "method" in prices.columns else None
+        )
         if row is not None and len(row):
             try:  # the model's own error: against the cadence rounded as the calibration was
                 applied = model.apply(base, model.Prices.from_row(row.iloc[0]))
@@ -144,9 +176,13 @@ def predictions(ledger: pd.DataFrame, prices: pd.DataFrame | None, sass_pred: pd
     sass, sass_err = {}, {}
     if sass_pred is not None and "predicted_cadence" in sass_pred.columns:
         sass = dict(zip(sass_pred["kernel"], pd.to_numeric(sass_pred["predicted_cadence"], errors="coerce")))
-        sass_err = dict(zip(sass_pred["kernel"], pd.to_numeric(sass_pred["model_error_pct"], errors="coerce")))
+        sass_err = dict(
+            zip(sass_pred["kernel"], pd.to_numeric(sass_pred["model_error_pct"], errors="coerce"))
+        )
     out["sass"] = [sass.get(k, NAN) for k in out["kernel"]]
-    out["sass_err"] = [sass_err.get(k, error_pct(sass.get(k), m)) for k, m in zip(out["kernel"], out["measured"])]
+    out["sass_err"] = [
+        sass_err.get(k, error_pct(sass.get(k), m)) for k, m in zip(out["kernel"], out["measured"])
+    ]
     out["role"] = [role(k) for k in out["kernel"]]
     keep = out["kernel"].map(lambda k: registry.BY_ID.get(k) is not None and registry.get(k).impl != "cublas")
     return out[keep][PREDICTION_COLUMNS].reset_index(drop=True)
@@ -161,8 +197,10 @@ def price_shift(prices: pd.DataFrame) -> pd.DataFrame:
     if ex.empty or ls.empty:
         return pd.DataFrame(columns=PRICE_SHIFT_COLUMNS)
     e, q = ex.iloc[0], ls.iloc[0]
-    rows = [{"price": n, "exact": e[c], "lstsq": q[c], "change_pct": error_pct(q[c], e[c])}
-            for n, c in (("P_dist", "p_dist"), ("P_bcast", "p_bcast"), ("P_ldg", "p_ldg"))]
+    rows = [
+        {"price": n, "exact": e[c], "lstsq": q[c], "change_pct": error_pct(q[c], e[c])}
+        for n, c in (("P_dist", "p_dist"), ("P_bcast", "p_bcast"), ("P_ldg", "p_ldg"))
+    ]
     return pd.DataFrame(rows, columns=PRICE_SHIFT_COLUMNS)
 
 
@@ -170,15 +208,33 @@ def price_shift(prices: pd.DataFrame) -> pd.DataFrame:
 # Experiments
 
 
-STRIDE_COLUMNS = ["kernel", "impl", "M_a", "N_a", "K_a", "ms_a", "M_b", "N_b", "K_b", "ms_b", "ratio",
-                  "change_pct", "speedup", "at_other_shape", "pair", "pair_ratio_a", "pair_ratio_b"]
+STRIDE_COLUMNS = [
+    "kernel",
+    "impl",
+    "M_a",
+    "N_a",
+    "K_a",
+    "ms_a",
+    "M_b",
+    "N_b",
+    "K_b",
+    "ms_b",
+    "ratio",
+    "change_pct",
+    "speedup",
+    "at_other_shape",
+    "pair",
+    "pair_ratio_a",
+    "pair_ratio_b",
+]
 
 
 def strides(ledger: pd.DataFrame) -> pd.DataFrame:
     """Per kernel timed at both stride points: the two times, their ratio (b over a), the change in
     percent and the speed-up (a over b). ``at_other_shape`` marks a kernel measured at another shape
-    than the rest (an aligned one). The uncoalesced request-ledger kernel carries its time ratio to the coalesced one
-    (``pair``) at both points: what coalescing is worth with and without the power-of-two stride."""
+    than the rest (an aligned one). The uncoalesced request-ledger kernel carries its time ratio to
+    the coalesced one (``pair``) at both points: what coalescing is worth with and without the
+    power-of-two stride."""
     la, lb = stride_labels()
     df = experiment_rows(ledger, "strides")
     a = by_kernel(df[df["label"].astype(str) == la])
@@ -195,12 +251,27 @@ def strides(ledger: pd.DataFrame) -> pd.DataFrame:
         ra, rb = a[kid], b[kid]
         ratio = rb["ms"] / ra["ms"]
         pair = second if kid == first and second in both else ""
-        rows.append({"kernel": kid, "impl": ra["impl"], "M_a": ra.M, "N_a": ra.N, "K_a": ra.K, "ms_a": ra["ms"],
-                     "M_b": rb.M, "N_b": rb.N, "K_b": rb.K, "ms_b": rb["ms"], "ratio": ratio,
-                     "change_pct": (ratio - 1) * 100, "speedup": ra["ms"] / rb["ms"],
-                     "at_other_shape": int(rb.M) != n_min, "pair": pair,
-                     "pair_ratio_a": ra["ms"] / a[pair]["ms"] if pair else NAN,
-                     "pair_ratio_b": rb["ms"] / b[pair]["ms"] if pair else NAN})
+        rows.append(
+            {
+                "kernel": kid,
+                "impl": ra["impl"],
+                "M_a": ra.M,
+                "N_a": ra.N,
+                "K_a": ra.K,
+                "ms_a": ra["ms"],
+                "M_b": rb.M,
+                "N_b": rb.N,
+                "K_b": rb.K,
+                "ms_b": rb["ms"],
+                "ratio": ratio,
+                "change_pct": (ratio - 1) * 100,
+                "speedup": ra["ms"] / rb["ms"],
+                "at_other_shape": int(rb.M) != n_min,
+                "pair": pair,
+                "pair_ratio_a": ra["ms"] / a[pair]["ms"] if pair else NAN,
+                "pair_ratio_b": rb["ms"] / b[pair]["ms"] if pair else NAN,
+            }
+        )
     return pd.DataFrame(rows, columns=STRIDE_COLUMNS)
 
 
@@ -224,8 +295,18 @@ def shapes(ledger: pd.DataFrame) -> pd.DataFrame:
         if first in msp.index and last in msp.index and lab in msp.columns:
             up = msp.at[first, lab] / msp.at[last, lab]
         cub = gfp.at[base, lab] if base in gfp.index and lab in gfp.columns else NAN
-        rows.append({"label": lab, "M": M, "N": N, "K": K, "first": first, "last": last, "speedup": up,
-                     "cublas_gflops": cub})
+        rows.append(
+            {
+                "label": lab,
+                "M": M,
+                "N": N,
+                "K": K,
+                "first": first,
+                "last": last,
+                "speedup": up,
+                "cublas_gflops": cub,
+            }
+        )
     return pd.DataFrame(rows, columns=SHAPE_COLUMNS)
 
 
@@ -238,9 +319,15 @@ def sizes(ledger: pd.DataFrame, l2_bytes: float | None) -> pd.DataFrame:
     df = experiment_rows(ledger, "sizes")
     ns = sorted(set(int(n) for n in df["M"])) if len(df) else []
     n_l2 = ledgers.n_at_footprint(l2_bytes) if l2_bytes else NAN
-    rows = [{"n": n, "footprint_bytes": ledgers.footprint_bytes(n),
-             "inside_l2": (ledgers.footprint_bytes(n) <= l2_bytes) if l2_bytes else "",
-             "n_at_l2": n_l2} for n in ns]
+    rows = [
+        {
+            "n": n,
+            "footprint_bytes": ledgers.footprint_bytes(n),
+            "inside_l2": (ledgers.footprint_bytes(n) <= l2_bytes) if l2_bytes else "",
+            "n_at_l2": n_l2,
+        }
+        for n in ns
+    ]
     return pd.DataFrame(rows, columns=SIZE_COLUMNS)
 
 
@@ -258,10 +345,18 @@ def size_step(ledger: pd.DataFrame, l2_bytes: float | None) -> pd.DataFrame:
         return pd.DataFrame(columns=SIZE_STEP_COLUMNS)
     a, b = max(inside), min(outside)
     piv = df.pivot_table(index="kernel", columns="M", values="gflops", aggfunc="median")
-    rows = [{"kernel": k, "n_inside": a, "n_outside": b, "gflops_inside": piv.at[k, a],
-             "gflops_outside": piv.at[k, b], "change": piv.at[k, b] / piv.at[k, a]}
-            for k in sorted(piv.index, key=order)
-            if a in piv.columns and b in piv.columns and pd.notna(piv.at[k, a]) and pd.notna(piv.at[k, b])]
+    rows = [
+        {
+            "kernel": k,
+            "n_inside": a,
+            "n_outside": b,
+            "gflops_inside": piv.at[k, a],
+            "gflops_outside": piv.at[k, b],
+            "change": piv.at[k, b] / piv.at[k, a],
+        }
+        for k in sorted(piv.index, key=order)
+        if a in piv.columns and b in piv.columns and pd.notna(piv.at[k, a]) and pd.notna(piv.at[k, b])
+    ]
     return pd.DataFrame(rows, columns=SIZE_STEP_COLUMNS)
 
 
@@ -284,12 +379,36 @@ NCU = {
     "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
 }
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_(.+)_per_issue_active\.ratio$")
-TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
-           "s": 1e9, "second": 1e9}
-COUNTER_COLUMNS = ["kernel", "M", "N", "K", "launches", "ms", "regs", "warps_pct", "issue_pct",
-                   "fma_pipe_pct", "fma_share", "inst_per_wfma", "lds_per_wfma", "wavefronts_per_wfma",
-                   "conflicts_per_wavefront",
-                   "sectors_per_wfma", "requests_per_wfma", "top_stalls"]
+TIME_NS = {
+    "ns": 1.0,
+    "nsecond": 1.0,
+    "us": 1e3,
+    "usecond": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
+}
+COUNTER_COLUMNS = [
+    "kernel",
+    "M",
+    "N",
+    "K",
+    "launches",
+    "ms",
+    "regs",
+    "warps_pct",
+    "issue_pct",
+    "fma_pipe_pct",
+    "fma_share",
+    "inst_per_wfma",
+    "lds_per_wfma",
+    "wavefronts_per_wfma",
+    "conflicts_per_wavefront",
+    "sectors_per_wfma",
+    "requests_per_wfma",
+    "top_stalls",
+]
 
 
 def _num(df: pd.DataFrame, name: str) -> pd.Series:
@@ -350,16 +469,28 @@ def counters(ncu: pd.DataFrame) -> pd.DataFrame:
         r = pd.Series(agg, dtype=float)
         g_ = lambda key, r=r: float(r.get(NCU[key], NAN))  # noqa: E731
         wfma = M * N * K / 32
-        rows.append({
-            "kernel": kid, "M": M, "N": N, "K": K, "launches": len(wide), "ms": g_("time") / 1e6,
-            "regs": g_("regs"), "warps_pct": g_("warps"), "issue_pct": g_("issue"),
-            "fma_pipe_pct": g_("fma_pipe"), "fma_share": _div(g_("inst_fma"), g_("inst")),
-            "inst_per_wfma": g_("inst") / wfma, "lds_per_wfma": g_("lds") / wfma,
-            "wavefronts_per_wfma": g_("wavefronts") / wfma,
-            "conflicts_per_wavefront": _div(g_("conflicts"), g_("wavefronts")),
-            "sectors_per_wfma": g_("sectors") / wfma, "requests_per_wfma": g_("requests") / wfma,
-            "top_stalls": top_stalls(r),
-        })
+        rows.append(
+            {
+                "kernel": kid,
+                "M": M,
+                "N": N,
+                "K": K,
+                "launches": len(wide),
+                "ms": g_("time") / 1e6,
+                "regs": g_("regs"),
+                "warps_pct": g_("warps"),
+                "issue_pct": g_("issue"),
+                "fma_pipe_pct": g_("fma_pipe"),
+                "fma_share": _div(g_("inst_fma"), g_("inst")),
+                "inst_per_wfma": g_("inst") / wfma,
+                "lds_per_wfma": g_("lds") / wfma,
+                "wavefronts_per_wfma": g_("wavefronts") / wfma,
+                "conflicts_per_wavefront": _div(g_("conflicts"), g_("wavefronts")),
+                "sectors_per_wfma": g_("sectors") / wfma,
+                "requests_per_wfma": g_("requests") / wfma,
+                "top_stalls": top_stalls(r),
+            }
+        )
     out = pd.DataFrame(rows, columns=COUNTER_COLUMNS)
     return in_order(out).reset_index(drop=True) if len(out) else out
 
@@ -377,9 +508,27 @@ LADDER_LEDGERS = {
     "bar_per_phase": "barriers per phase (SASS main loop)",
     "occupancy_pct": "occupancy %",
 }
-LADDER_COLUMNS = ["kernel", "idea", "ms", "gflops", "pct_cublas", "speedup", "sectors_per_wfma", "loads_per_fma",
-                  "issue_per_ffma", "wavefronts_per_wfma", "bar_per_phase", "registers", "occupancy_pct", "issue_pct", "fma_pipe_pct", "moved",
-                  "moved_from", "moved_to", "moved_factor"]
+LADDER_COLUMNS = [
+    "kernel",
+    "idea",
+    "ms",
+    "gflops",
+    "pct_cublas",
+    "speedup",
+    "sectors_per_wfma",
+    "loads_per_fma",
+    "issue_per_ffma",
+    "wavefronts_per_wfma",
+    "bar_per_phase",
+    "registers",
+    "occupancy_pct",
+    "issue_pct",
+    "fma_pipe_pct",
+    "moved",
+    "moved_from",
+    "moved_to",
+    "moved_factor",
+]
 
 
 def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFrame | None) -> pd.DataFrame:
@@ -397,18 +546,29 @@ def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFr
         sr, cr = s.get(k.id), c.get(k.id)
         loop_ffma = float(sr["loop_FFMA"]) if sr is not None and pd.notna(sr.get("loop_FFMA")) else NAN
         row = {
-            "kernel": k.id, "idea": k.idea, "ms": r["ms"], "gflops": r["gflops"], "pct_cublas": r["pct_cublas"],
+            "kernel": k.id,
+            "idea": k.idea,
+            "ms": r["ms"],
+            "gflops": r["gflops"],
+            "pct_cublas": r["pct_cublas"],
             "speedup": prev["ms"] / r["ms"] if prev is not None else NAN,
             "sectors_per_wfma": cr["sectors_per_wfma"] if cr is not None else NAN,
             "loads_per_fma": r.get("loads_per_fma", NAN),
-            "issue_per_ffma": float(sr["loop_total"]) / loop_ffma if sr is not None and loop_ffma > 0 else NAN,
+            "issue_per_ffma": float(sr["loop_total"]) / loop_ffma
+            if sr is not None and loop_ffma > 0
+            else NAN,
             "wavefronts_per_wfma": cr["wavefronts_per_wfma"] if cr is not None else NAN,
-            "bar_per_phase": float(sr["loop_BAR"]) if sr is not None and pd.notna(sr.get("loop_BAR")) else NAN,
+            "bar_per_phase": float(sr["loop_BAR"])
+            if sr is not None and pd.notna(sr.get("loop_BAR"))
+            else NAN,
             "registers": sr["registers"] if sr is not None else NAN,
             "occupancy_pct": sr["occupancy_pct"] if sr is not None else NAN,
             "issue_pct": cr["issue_pct"] if cr is not None else NAN,
             "fma_pipe_pct": cr["fma_pipe_pct"] if cr is not None else NAN,
-            "moved": "", "moved_from": NAN, "moved_to": NAN, "moved_factor": NAN,
+            "moved": "",
+            "moved_from": NAN,
+            "moved_to": NAN,
+            "moved_factor": NAN,
         }
         if prev is not None:
             best = None
@@ -419,7 +579,9 @@ def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFr
                     if best is None or abs(math.log(f)) > abs(math.log(best[3])):
                         best = (col, a, b, f)
             if best is not None:
-                row.update(moved=LADDER_LEDGERS[best[0]], moved_from=best[1], moved_to=best[2], moved_factor=best[3])
+                row.update(
+                    moved=LADDER_LEDGERS[best[0]], moved_from=best[1], moved_to=best[2], moved_factor=best[3]
+                )
         rows.append(row)
         prev = row
     return pd.DataFrame(rows, columns=LADDER_COLUMNS)
@@ -428,8 +590,17 @@ def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFr
 # ---------------------------------------------------------------------------------------------
 # E6: the SM clock sampled during the main table's timings
 
-CLOCK_COLUMNS = ["kernel", "median_mhz", "pct_of_max", "samples", "lo_mhz", "hi_mhz", "run_median_mhz",
-                 "run_pct_of_max", "max_over_median"]
+CLOCK_COLUMNS = [
+    "kernel",
+    "median_mhz",
+    "pct_of_max",
+    "samples",
+    "lo_mhz",
+    "hi_mhz",
+    "run_median_mhz",
+    "run_pct_of_max",
+    "max_over_median",
+]
 
 
 def clocks(results: pd.DataFrame, samples: pd.DataFrame | None, max_mhz: float) -> pd.DataFrame:
@@ -444,23 +615,46 @@ def clocks(results: pd.DataFrame, samples: pd.DataFrame | None, max_mhz: float) 
         return pd.DataFrame(columns=CLOCK_COLUMNS)
     span = {}
     if samples is not None and {"kernel", "sm_clock_mhz"} <= set(samples.columns):
-        s = samples[samples["experiment"].astype(str) == "main"] if "experiment" in samples.columns else samples
+        s = (
+            samples[samples["experiment"].astype(str) == "main"]
+            if "experiment" in samples.columns
+            else samples
+        )
         span = {str(k): (g["sm_clock_mhz"].min(), g["sm_clock_mhz"].max()) for k, g in s.groupby("kernel")}
     med = float(pd.to_numeric(main["sm_clock_mhz"]).median())
-    rows = [{"kernel": r["kernel"], "median_mhz": float(r["sm_clock_mhz"]),
-             "pct_of_max": 100 * float(r["sm_clock_mhz"]) / max_mhz,
-             "samples": r.get("clock_samples", NAN), "lo_mhz": span.get(str(r["kernel"]), (NAN, NAN))[0],
-             "hi_mhz": span.get(str(r["kernel"]), (NAN, NAN))[1], "run_median_mhz": med,
-             "run_pct_of_max": 100 * med / max_mhz, "max_over_median": max_mhz / med}
-            for _, r in main.iterrows()]
+    rows = [
+        {
+            "kernel": r["kernel"],
+            "median_mhz": float(r["sm_clock_mhz"]),
+            "pct_of_max": 100 * float(r["sm_clock_mhz"]) / max_mhz,
+            "samples": r.get("clock_samples", NAN),
+            "lo_mhz": span.get(str(r["kernel"]), (NAN, NAN))[0],
+            "hi_mhz": span.get(str(r["kernel"]), (NAN, NAN))[1],
+            "run_median_mhz": med,
+            "run_pct_of_max": 100 * med / max_mhz,
+            "max_over_median": max_mhz / med,
+        }
+        for _, r in main.iterrows()
+    ]
     return pd.DataFrame(rows, columns=CLOCK_COLUMNS)
 
 
 # ---------------------------------------------------------------------------------------------
 # E4 by mechanism: the main loop's global-load widths at the stride experiment's shapes
 
-STRIDE_LOAD_COLUMNS = ["kernel", "impl", "M", "N", "K", "specialised", "loads_128", "loads_64", "loads_32",
-                       "async", "error"]
+STRIDE_LOAD_COLUMNS = [
+    "kernel",
+    "impl",
+    "M",
+    "N",
+    "K",
+    "specialised",
+    "loads_128",
+    "loads_64",
+    "loads_32",
+    "async",
+    "error",
+]
 
 
 def stride_loads(widths: pd.DataFrame | None) -> pd.DataFrame:
@@ -476,10 +670,20 @@ def stride_loads(widths: pd.DataFrame | None) -> pd.DataFrame:
     for _, r in in_order(widths).iterrows():
         err = r.get("error")
         err = err if isinstance(err, str) else ""
-        rows.append({"kernel": r["kernel"], "impl": r["impl"], "M": r["M"], "N": r["N"], "K": r["K"],
-                     "specialised": r.get("specialised"),
-                     "loads_128": NAN if err else total(r, 128), "loads_64": NAN if err else total(r, 64),
-                     "loads_32": NAN if err else total(r, 32),
-                     "async": (not err) and sum(float(r.get(f"loop_LDGSTS{w}", 0) or 0) for w in (32, 64, 128)) > 0,
-                     "error": err})
+        rows.append(
+            {
+                "kernel": r["kernel"],
+                "impl": r["impl"],
+                "M": r["M"],
+                "N": r["N"],
+                "K": r["K"],
+                "specialised": r.get("specialised"),
+                "loads_128": NAN if err else total(r, 128),
+                "loads_64": NAN if err else total(r, 64),
+                "loads_32": NAN if err else total(r, 32),
+                "async": (not err)
+                and sum(float(r.get(f"loop_LDGSTS{w}", 0) or 0) for w in (32, 64, 128)) > 0,
+                "error": err,
+            }
+        )
     return pd.DataFrame(rows, columns=STRIDE_LOAD_COLUMNS)

@@ -40,19 +40,24 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
     kernel = rows["kernel"].astype(str)
     unknown = sorted(set(kernel) - set(registry.IDS))
     if unknown:
-        raise InputError(f"{where}: unknown kernel id(s) {', '.join(unknown)}; known: {', '.join(registry.IDS)}")
+        raise InputError(
+            f"{where}: unknown kernel id(s) {', '.join(unknown)}; known: {', '.join(registry.IDS)}"
+        )
     dims = {}
     for d in "MNK":
         v = pd.to_numeric(rows[d], errors="coerce")
         bad = ~(v >= 1) | (v != v.round()) | (v > ledgers.MAX_DIM)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise InputError(f"{where} {_line(i)}: {d} of {kernel.iat[i]} must be a whole number from 1 to "
-                             f"{ledgers.MAX_DIM}, got {ledgers.plain(rows[d].iat[i])}")
+            raise InputError(
+                f"{where} {_line(i)}: {d} of {kernel.iat[i]} must be a whole number from 1 to "
+                f"{ledgers.MAX_DIM}, got {ledgers.plain(rows[d].iat[i])}"
+            )
         dims[d] = v.astype("int64")
     for i in range(len(rows)):
-        err = registry.get(kernel.iat[i]).constraint_error(int(dims["M"].iat[i]), int(dims["N"].iat[i]),
-                                                           int(dims["K"].iat[i]))
+        err = registry.get(kernel.iat[i]).constraint_error(
+            int(dims["M"].iat[i]), int(dims["N"].iat[i]), int(dims["K"].iat[i])
+        )
         if err:
             raise InputError(f"{where} {_line(i)}: {err}")
     key = [c for c in ("experiment", "label") if c in rows.columns]
@@ -65,7 +70,8 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
         raise InputError(
             f"{where} {_line(i)}: a second row for {kernel.iat[i]} at "
             f"{ledgers.shape_str(dims['M'].iat[i], dims['N'].iat[i], dims['K'].iat[i])}"
-            + (f" ({what})" if what else "") + f" (the first is {_line(first)}): one row per measurement"
+            + (f" ({what})" if what else "")
+            + f" (the first is {_line(first)}): one row per measurement"
         )
     text = rows["ms"].astype(str).str.strip()
     blank = rows["ms"].isna() | (text == "") | (text.str.lower() == "nan")
@@ -77,16 +83,20 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
         at = f"{where} {_line(i)}: {k} at {ledgers.shape_str(*shape)}"
         if blank.iat[i]:
             if rel is None:  # nothing says the kernel failed its check: the time is missing
-                raise InputError(f"{at}: no time, and no rel_err column saying the check refused it: "
-                                 "the row is incomplete")
+                raise InputError(
+                    f"{at}: no time, and no rel_err column saying the check refused it: the row is incomplete"
+                )
             if rel.iat[i] <= experiments.TOLERANCE:
-                raise InputError(f"{at} passed its check (rel_err {rel.iat[i]:.1e}) but has no time: "
-                                 "the row is incomplete")
+                raise InputError(
+                    f"{at} passed its check (rel_err {rel.iat[i]:.1e}) but has no time: the row is incomplete"
+                )
             continue
         t = ms.iat[i]
         if not (math.isfinite(t) and 0 < t <= MAX_MS):
-            raise InputError(f"{at}: the time must be a positive number of ms up to {MAX_MS:.0f} "
-                             f"(a day), got {ledgers.plain(rows['ms'].iat[i])}")
+            raise InputError(
+                f"{at}: the time must be a positive number of ms up to {MAX_MS:.0f} "
+                f"(a day), got {ledgers.plain(rows['ms'].iat[i])}"
+            )
         speed = ledgers.gflops(*shape, t)
         if speed > peak:
             raise InputError(

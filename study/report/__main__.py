@@ -17,9 +17,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = cli.Parser(prog="python -m study.report",
-                   description="Re-derive and re-render REPORT.md and the figures from <out>/data/ (no GPU).")
-    p.add_argument("out", nargs="?", help="run directory holding data/ (e.g. a copy of reports/: rewritten in place)")
+    p = cli.Parser(
+        prog="python -m study.report",
+        description="Re-derive and re-render REPORT.md and the figures from <out>/data/ (no GPU).",
+    )
+    p.add_argument(
+        "out", nargs="?", help="run directory holding data/ (e.g. a copy of reports/: rewritten in place)"
+    )
 
     def body() -> int:
         args = p.parse_args(argv)

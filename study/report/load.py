@@ -19,7 +19,15 @@ from study.rundir import RunDir
 
 NOT_IN_RUN = "not in this run"
 # what sections read of the ledger table: without it, an empty table with these columns
-LEDGER_FIGURES = ("impl", "gflops", "pct_peak", "pct_peak_sampled", "pct_cublas", "cadence", "cadence_sampled")
+LEDGER_FIGURES = (
+    "impl",
+    "gflops",
+    "pct_peak",
+    "pct_peak_sampled",
+    "pct_cublas",
+    "cadence",
+    "cadence_sampled",
+)
 RESULTS_REQUIRED = ["experiment", "label", "kernel", "M", "N", "K", "ms"]
 # key -> (file in <out>/data/, columns it must have)
 TABLES = {
@@ -53,12 +61,62 @@ TABLES = {
 }
 # every other column of every input is a number: a text cell there becomes NaN and prints as "–"
 TEXT_COLUMNS = frozenset(
-    {"experiment", "label", "kernel", "impl", "config", "method", "kernels", "arch", "symbol",
-     "occupancy_limited_by", "error", "flag", "explanation", "metric", "unit", "ncu_kernel", "ncu",
-     "role", "cuda", "tile", "unpipelined", "pipelined", "first", "last", "top_stalls", "twin",
-     "inside_l2", "nvcc", "price", "pair", "at_other_shape", "idea", "moved", "specialised", "async"}
-    | {"bound", "warps_from", "exposed", "constant", "meaning", "fitted", "from", "to", "from_bound",
-       "to_bound", "changed", "finding", "note", "where", "applied", "why", "unit"}
+    {
+        "experiment",
+        "label",
+        "kernel",
+        "impl",
+        "config",
+        "method",
+        "kernels",
+        "arch",
+        "symbol",
+        "occupancy_limited_by",
+        "error",
+        "flag",
+        "explanation",
+        "metric",
+        "unit",
+        "ncu_kernel",
+        "ncu",
+        "role",
+        "cuda",
+        "tile",
+        "unpipelined",
+        "pipelined",
+        "first",
+        "last",
+        "top_stalls",
+        "twin",
+        "inside_l2",
+        "nvcc",
+        "price",
+        "pair",
+        "at_other_shape",
+        "idea",
+        "moved",
+        "specialised",
+        "async",
+    }
+    | {
+        "bound",
+        "warps_from",
+        "exposed",
+        "constant",
+        "meaning",
+        "fitted",
+        "from",
+        "to",
+        "from_bound",
+        "to_bound",
+        "changed",
+        "finding",
+        "note",
+        "where",
+        "applied",
+        "why",
+        "unit",
+    }
     | {"gpu", "cc", "torch", "triton", "cuda", "driver", "commit", "host", "run_id", "timestamp"}
 )
 
@@ -114,6 +172,8 @@ def load(out_dir: Path) -> Run:
         gpu, source = for_run(rd.file(files.GPU), res)
     except InputError as e:
         gpu, source = None, str(e)
-    empty = res.iloc[0:0].assign(**{c: pd.Series(dtype=float) for c in LEDGER_FIGURES if c not in res.columns})
+    empty = res.iloc[0:0].assign(
+        **{c: pd.Series(dtype=float) for c in LEDGER_FIGURES if c not in res.columns}
+    )
     measured = tables.get("ledgers", empty)
     return Run(Path(out_dir), res, measured, gpu, source, tables, missing)

@@ -166,8 +166,8 @@ def compile_triton(kernel, arch="sm_90", config: dict | None = None,
     ``DEFAULT_CONFIG``. ``shape`` (default 4096^3) is the launch whose integer arguments the
     compile specialises on: Triton compiles a stride divisible by 16 apart from one that is not
     (4097), and only the first gets 128-bit loads. An autotuned kernel is also given the arch's
-    shared memory per block, so that a configuration that cannot launch there is refused. Returns ``{"cubin": Path,
-    "name", "smem_bytes", "threads", "num_stages", "config"}`` with the cubin written to the
+    shared memory per block, so that a configuration that cannot launch there is refused. Returns
+    ``{"cubin": Path, "name", "smem_bytes", "threads", "num_stages", "config"}`` with the cubin written to the
     cache directory; ``config`` is the configuration actually compiled (a dict with
     ``CONFIG_KEYS``) for an autotuned kernel, None for the others.
 

@@ -11,8 +11,11 @@ from study.report.md import by_kernel, md, missing, num, shape
 
 def section_counters(run: Run) -> list[str]:
     if "counters" not in run.tables:
-        why = run.missing.get("ncu", f"ncu.csv {NOT_IN_RUN}") if "ncu" in run.missing else run.missing.get(
-            "counters", "ncu.csv holds no kernel's metrics")
+        why = (
+            run.missing.get("ncu", f"ncu.csv {NOT_IN_RUN}")
+            if "ncu" in run.missing
+            else run.missing.get("counters", "ncu.csv holds no kernel's metrics")
+        )
         how = "`python -m study.profile` reads them with Nsight Compute"
         return missing("hardware counters", f"{why}; {how}")
     tab = run.tables["counters"]
@@ -31,14 +34,37 @@ def section_counters(run: Run) -> list[str]:
             where.append(f"{what} {', '.join(vals)}")
     if where:
         lines += [f"Read at {'; '.join(where)}.", ""]
-    header = ["kernel", "shape", "ms", "regs", "warps active %", "issue %", "FMA pipe %",
-              "FMA-pipe share of instr.", "instr. / warp FMA", "LDS / warp FMA", "bank conflicts / wavefront",
-              "global sectors / warp FMA", "top stalls"]
+    header = [
+        "kernel",
+        "shape",
+        "ms",
+        "regs",
+        "warps active %",
+        "issue %",
+        "FMA pipe %",
+        "FMA-pipe share of instr.",
+        "instr. / warp FMA",
+        "LDS / warp FMA",
+        "bank conflicts / wavefront",
+        "global sectors / warp FMA",
+        "top stalls",
+    ]
     rows = [
-        [r["kernel"], shape(r["M"], r["N"], r["K"]), num(r["ms"], "{:.3f}"), num(r["regs"], "{:.0f}"),
-         num(r["warps_pct"]), num(r["issue_pct"]), num(r["fma_pipe_pct"]), num(r["fma_share"], "{:.3f}"),
-         num(r["inst_per_wfma"], "{:.3f}"), num(r["lds_per_wfma"], "{:.3f}"),
-         num(r["conflicts_per_wavefront"], "{:.3f}"), num(r["sectors_per_wfma"], "{:.2f}"), r["top_stalls"]]
+        [
+            r["kernel"],
+            shape(r["M"], r["N"], r["K"]),
+            num(r["ms"], "{:.3f}"),
+            num(r["regs"], "{:.0f}"),
+            num(r["warps_pct"]),
+            num(r["issue_pct"]),
+            num(r["fma_pipe_pct"]),
+            num(r["fma_share"], "{:.3f}"),
+            num(r["inst_per_wfma"], "{:.3f}"),
+            num(r["lds_per_wfma"], "{:.3f}"),
+            num(r["conflicts_per_wavefront"], "{:.3f}"),
+            num(r["sectors_per_wfma"], "{:.2f}"),
+            r["top_stalls"],
+        ]
         for _, r in tab.iterrows()
     ]
     return lines + md(header, rows) + _findings(tab)
@@ -56,9 +82,11 @@ def _findings(tab: pd.DataFrame) -> list[str]:
                 continue
             r = by[k.id]
             out += [
-                f"**Finding ({k.id} vs cuBLAS):** {k.id} executes {num(r['inst_per_wfma'], '{:.3f}')} instructions "
+                f"**Finding ({k.id} vs cuBLAS):** {k.id} executes {num(r['inst_per_wfma'], '{:.3f}')} "
+                "instructions "
                 f"per warp FMA against cuBLAS's {num(b['inst_per_wfma'], '{:.3f}')}, and issues on "
-                f"{num(r['issue_pct'])}% of scheduler cycles against {num(b['issue_pct'])}%; its FMA pipe is busy "
+                f"{num(r['issue_pct'])}% of scheduler cycles against {num(b['issue_pct'])}%; "
+                "its FMA pipe is busy "
                 f"{num(r['fma_pipe_pct'])}% of cycles against {num(b['fma_pipe_pct'])}% (top stalls: "
                 f"{r['top_stalls']}).",
                 "",

@@ -27,13 +27,18 @@ from study.rows import stride_labels
 def section_sizes(run: Run) -> list[str]:
     df = experiment_rows(run.measured, "sizes")
     if df.empty:
-        return missing("the size sweep", "results.csv has no row with experiment = sizes") + figref(run, "sizes")
+        return missing("the size sweep", "results.csv has no row with experiment = sizes") + figref(
+            run, "sizes"
+        )
     sizes = run.tables.get("sizes")
     foot = dict(zip(sizes["n"], sizes["footprint_bytes"])) if sizes is not None else {}
     ns = sorted(set(int(n) for n in df["M"]))
     l2 = run.gpu.l2_bytes if run.gpu else None
     piv = df.pivot_table(index="kernel", columns="M", values="gflops", aggfunc="median")
-    rows = [[k, *[num(piv.at[k, n]) if n in piv.columns else "–" for n in ns]] for k in sorted(piv.index, key=order)]
+    rows = [
+        [k, *[num(piv.at[k, n]) if n in piv.columns else "–" for n in ns]]
+        for k in sorted(piv.index, key=order)
+    ]
     lines = ["GFLOP/s per square size n (M = N = K); the footprint of A, B and C is 3·n²·4 bytes.", ""]
     lines += md(["kernel", *[f"n = {n} ({foot.get(n, math.nan) / 1e6:.1f} MB)" for n in ns]], rows)
     step = run.tables.get("size_step")
@@ -44,15 +49,25 @@ def section_sizes(run: Run) -> list[str]:
         st = step.set_index("kernel")
         base = registry.BASELINE.id
         most = st.index[np.argmax(np.abs(np.log(st["change"].to_numpy())))]
-        steps = ([f"cuBLAS goes from {st.at[base, 'gflops_inside']:,.0f} to {st.at[base, 'gflops_outside']:,.0f} "
-                  f"GFLOP/s ({st.at[base, 'change']:.2f}×)"] if base in st.index else [])
+        steps = (
+            [
+                f"cuBLAS goes from {st.at[base, 'gflops_inside']:,.0f} to "
+                f"{st.at[base, 'gflops_outside']:,.0f} "
+                f"GFLOP/s ({st.at[base, 'change']:.2f}×)"
+            ]
+            if base in st.index
+            else []
+        )
         if base not in st.index or most != base:
-            steps.append(f"{most} changes most, {st.at[most, 'gflops_inside']:,.0f} to "
-                         f"{st.at[most, 'gflops_outside']:,.0f} GFLOP/s ({st.at[most, 'change']:.2f}×)")
+            steps.append(
+                f"{most} changes most, {st.at[most, 'gflops_inside']:,.0f} to "
+                f"{st.at[most, 'gflops_outside']:,.0f} GFLOP/s ({st.at[most, 'change']:.2f}×)"
+            )
         lines += [
             f"**Finding:** the footprint leaves the {l2 / 2**20:.0f} MiB L2 between n = {a} "
             f"({foot[a] / 1e6:.1f} MB) and n = {b} ({foot[b] / 1e6:.1f} MB)"
-            + (f"; across that step {' and '.join(steps)}" if steps else "") + ".",
+            + (f"; across that step {' and '.join(steps)}" if steps else "")
+            + ".",
             "",
         ]
     elif sizes is not None:
@@ -68,12 +83,19 @@ def section_sizes(run: Run) -> list[str]:
 def section_shapes(run: Run) -> list[str]:
     df = experiment_rows(run.measured, "shapes")
     if df.empty:
-        return missing("the shape sweep", "results.csv has no row with experiment = shapes") + figref(run, "shapes")
+        return missing("the shape sweep", "results.csv has no row with experiment = shapes") + figref(
+            run, "shapes"
+        )
     labels = labels_in(df, "shapes")
     piv = df.pivot_table(index="kernel", columns="label", values="gflops", aggfunc="median")
-    rows = [[k, *[num(piv.at[k, lab]) if lab in piv.columns else "–" for lab, _ in labels]]
-            for k in sorted(piv.index, key=order)]
-    lines = ["GFLOP/s per shape (M×N×K); prefill and decode use the Qwen2.5-7B FFN (N = 18944, K = 3584).", ""]
+    rows = [
+        [k, *[num(piv.at[k, lab]) if lab in piv.columns else "–" for lab, _ in labels]]
+        for k in sorted(piv.index, key=order)
+    ]
+    lines = [
+        "GFLOP/s per shape (M×N×K); prefill and decode use the Qwen2.5-7B FFN (N = 18944, K = 3584).",
+        "",
+    ]
     lines += md(["kernel", *[f"{lab} ({shape(*s)})" for lab, s in labels]], rows)
     sh = run.tables.get("shapes")
     if sh is not None:
@@ -83,12 +105,20 @@ def section_shapes(run: Run) -> list[str]:
         if len(ups) or len(cub):
             lines += [
                 "**Finding:** "
-                + (f"the {first} → {last} speed-up is "
-                   + ", ".join(f"{u:.1f}× ({lab})" for lab, u in zip(ups["label"], ups["speedup"]))
-                   if len(ups) else f"{first} and {last} were not both timed")
-                + ("; cuBLAS runs at " + ", ".join(f"{v:,.0f} GFLOP/s ({lab})"
-                                                    for lab, v in zip(cub["label"], cub["cublas_gflops"]))
-                   if len(cub) else "")
+                + (
+                    f"the {first} → {last} speed-up is "
+                    + ", ".join(f"{u:.1f}× ({lab})" for lab, u in zip(ups["label"], ups["speedup"]))
+                    if len(ups)
+                    else f"{first} and {last} were not both timed"
+                )
+                + (
+                    "; cuBLAS runs at "
+                    + ", ".join(
+                        f"{v:,.0f} GFLOP/s ({lab})" for lab, v in zip(cub["label"], cub["cublas_gflops"])
+                    )
+                    if len(cub)
+                    else ""
+                )
                 + ".",
                 "",
             ]
@@ -99,15 +129,26 @@ def section_strides(run: Run) -> list[str]:
     la, lb = stride_labels()
     tab = run.tables.get("strides")
     if tab is None:
-        return (missing("the stride experiment", "results.csv has no row with experiment = strides")
-                + figref(run, "strides"))
+        return missing("the stride experiment", "results.csv has no row with experiment = strides") + figref(
+            run, "strides"
+        )
     lines = [
         f"Median time at {spaced(la)} (a power-of-two row stride) and {spaced(lb)}; "
         "a kernel that needs aligned sizes runs at the next aligned size, named in its row.",
         "",
     ]
-    rows = [[r["kernel"], shape(r.M_a, r.N_a, r.K_a), f"{r['ms_a']:.3f}", shape(r.M_b, r.N_b, r.K_b),
-             f"{r['ms_b']:.3f}", f"{r['ratio']:.3f}", f"{r['change_pct']:+.1f}%"] for _, r in tab.iterrows()]
+    rows = [
+        [
+            r["kernel"],
+            shape(r.M_a, r.N_a, r.K_a),
+            f"{r['ms_a']:.3f}",
+            shape(r.M_b, r.N_b, r.K_b),
+            f"{r['ms_b']:.3f}",
+            f"{r['ratio']:.3f}",
+            f"{r['change_pct']:+.1f}%",
+        ]
+        for _, r in tab.iterrows()
+    ]
     lines += md(["kernel", f"shape ({la})", "ms", f"shape ({lb})", "ms", "time ratio", "change"], rows)
     for s in _stride_findings(tab, la, lb):
         lines += [f"**Finding:** {s}", ""]
@@ -126,32 +167,50 @@ def _stride_mechanism(run: Run) -> list[str]:
     """The main loop's global loads by width at each stride shape, from the SASS of that launch."""
     sl = run.tables.get("stride_loads")
     if sl is None:
-        return missing("the load widths at these shapes", run.missing.get("stride_loads", "?")
-                       + " (the SASS at the stride shapes: data/sass_strides.csv, written by a measured run)")
+        return missing(
+            "the load widths at these shapes",
+            run.missing.get("stride_loads", "?")
+            + " (the SASS at the stride shapes: data/sass_strides.csv, written by a measured run)",
+        )
     shapes = sorted({(int(r.M), int(r.N), int(r.K)) for r in sl.itertuples()})
     cells = {(r.kernel, (int(r.M), int(r.N), int(r.K))): _widths(sl.loc[i]) for i, r in sl.iterrows()}
     kernels = list(dict.fromkeys(sl["kernel"]))
     lines = [
         "By mechanism: the main loop's global loads (LDG and cp.async LDGSTS) by width, read from the SASS "
-        "compiled as a launch at each shape would be. Triton specialises integer arguments on divisibility by "
+        "compiled as a launch at each shape would be. Triton specialises integer arguments on "
+        "divisibility by "
         "16, so it compiles a stride of 4097 or 4100 apart from 4096; a CUDA kernel is one binary for every "
         "shape, and one with 128-bit loads refuses a size that is not a multiple of 4.",
         "",
     ]
     rows = [[k, *[cells.get((k, s), "–") for s in shapes]] for k in kernels]
     lines += md(["kernel", *[f"n = {s[0]}" if s[0] == s[1] == s[2] else shape(*s) for s in shapes]], rows)
-    lost = [k for k in kernels
-            if (k, shapes[0]) in cells and "128-bit" in cells[(k, shapes[0])]
-            and any((k, s) in cells and "128-bit" not in cells[(k, s)] and cells[(k, s)] != "refused"
-                    for s in shapes[1:])]
+    lost = [
+        k
+        for k in kernels
+        if (k, shapes[0]) in cells
+        and "128-bit" in cells[(k, shapes[0])]
+        and any(
+            (k, s) in cells and "128-bit" not in cells[(k, s)] and cells[(k, s)] != "refused"
+            for s in shapes[1:]
+        )
+    ]
     if lost:
         by = {(r.kernel, (int(r.M), int(r.N), int(r.K))): r for r in sl.itertuples()}
         a = shapes[0]
-        fourfold = all(by[(k, s)].loads_32 == 4 * by[(k, a)].loads_128 + by[(k, a)].loads_32
-                       for k in lost for s in shapes[1:] if (k, s) in by and cells[(k, s)] != "refused")
-        lines += [f"**Finding:** at n = {a[0]} {', '.join(lost)} load with 128-bit instructions and lose them "
-                  "at the unaligned sizes" + (", where each 128-bit load of the main loop becomes four 32-bit ones"
-                                               if fourfold else "") + ".", ""]
+        fourfold = all(
+            by[(k, s)].loads_32 == 4 * by[(k, a)].loads_128 + by[(k, a)].loads_32
+            for k in lost
+            for s in shapes[1:]
+            if (k, s) in by and cells[(k, s)] != "refused"
+        )
+        lines += [
+            f"**Finding:** at n = {a[0]} {', '.join(lost)} load with 128-bit instructions and lose them "
+            "at the unaligned sizes"
+            + (", where each 128-bit load of the main loop becomes four 32-bit ones" if fourfold else "")
+            + ".",
+            "",
+        ]
     return lines
 
 
@@ -164,8 +223,10 @@ def _stride_findings(tab, la: str, lb: str) -> list[str]:
     if k1 in t.index:
         r = t.loc[k1]
         word, f = ("faster", r["speedup"]) if r["speedup"] >= 1 else ("slower", 1 / r["speedup"])
-        out.append(f"{k1} runs {f:.2f}× {word} at {spaced(lb)} than at {spaced(la)} "
-                   f"({r['ms_a']:.3f} → {r['ms_b']:.3f} ms).")
+        out.append(
+            f"{k1} runs {f:.2f}× {word} at {spaced(lb)} than at {spaced(la)} "
+            f"({r['ms_a']:.3f} → {r['ms_b']:.3f} ms)."
+        )
         k2 = r["pair"] if isinstance(r["pair"], str) else ""
         if k2:
             x, y = r["pair_ratio_a"], r["pair_ratio_b"]
@@ -184,15 +245,21 @@ def _stride_findings(tab, la: str, lb: str) -> list[str]:
     rest = [k for k in cuda if k not in pair and k in t.index and k not in odd]
     parts = []
     if rest:
-        parts.append(f"{', '.join(rest)} changes by {ratio_range([t.at[k, 'change_pct'] for k in rest], '{:+.1f}%')}")
+        parts.append(
+            f"{', '.join(rest)} changes by {ratio_range([t.at[k, 'change_pct'] for k in rest], '{:+.1f}%')}"
+        )
     tri = [k for k in t.index if t.at[k, "impl"] == "triton" and k not in odd]
     if tri:
-        parts.append(f"the Triton kernels' by {ratio_range([t.at[k, 'change_pct'] for k in tri], '{:+.1f}%')}")
+        parts.append(
+            f"the Triton kernels' by {ratio_range([t.at[k, 'change_pct'] for k in tri], '{:+.1f}%')}"
+        )
     base = registry.BASELINE.id
     if base in t.index:
         parts.append(f"cuBLAS's by {t.at[base, 'change_pct']:+.1f}%")
-    parts += [f"{k}'s (at {shape(t.at[k, 'M_b'], t.at[k, 'N_b'], t.at[k, 'K_b'])}) by {t.at[k, 'change_pct']:+.1f}%"
-              for k in odd]
+    parts += [
+        f"{k}'s (at {shape(t.at[k, 'M_b'], t.at[k, 'N_b'], t.at[k, 'K_b'])}) by {t.at[k, 'change_pct']:+.1f}%"
+        for k in odd
+    ]
     if parts:
         out.append(f"From {spaced(la)} to {spaced(lb)} the time of " + "; ".join(parts) + ".")
     return out
@@ -201,13 +268,19 @@ def _stride_findings(tab, la: str, lb: str) -> list[str]:
 def section_clocks(run: Run) -> list[str]:
     tab = run.tables.get("clock_summary")
     if tab is None:
-        return (missing("sampled SM clocks", "results.csv records no sampled clock for the main experiment")
-                + figref(run, "clocks"))
+        return missing(
+            "sampled SM clocks", "results.csv records no sampled clock for the main experiment"
+        ) + figref(run, "clocks")
     mx = run.gpu.sm_clock_mhz if run.gpu else math.nan
     samples = run.tables.get("clocks")
     rows = [
-        [r["kernel"], f"{r['median_mhz']:.0f}", num(r["pct_of_max"], "{:.1f}%"), num(r["samples"], "{:.0f}"),
-         f"{r['lo_mhz']:.0f}–{r['hi_mhz']:.0f}" if np.isfinite(r["lo_mhz"]) else "–"]
+        [
+            r["kernel"],
+            f"{r['median_mhz']:.0f}",
+            num(r["pct_of_max"], "{:.1f}%"),
+            num(r["samples"], "{:.0f}"),
+            f"{r['lo_mhz']:.0f}–{r['hi_mhz']:.0f}" if np.isfinite(r["lo_mhz"]) else "–",
+        ]
         for _, r in tab.iterrows()
     ]
     lines = [
@@ -221,8 +294,12 @@ def section_clocks(run: Run) -> list[str]:
     lo, hi = tab.loc[tab["median_mhz"].idxmin()], tab.loc[tab["median_mhz"].idxmax()]
     lines += [
         f"**Finding:** the median sampled SM clock over the main table is {first['run_median_mhz']:.0f} MHz"
-        + (f", {first['run_pct_of_max']:.1f}% of the {mx:.0f} MHz max (at that clock a % of peak reads "
-           f"{first['max_over_median']:.3f}× its max-clock value)" if np.isfinite(mx) else "")
+        + (
+            f", {first['run_pct_of_max']:.1f}% of the {mx:.0f} MHz max (at that clock a % of peak reads "
+            f"{first['max_over_median']:.3f}× its max-clock value)"
+            if np.isfinite(mx)
+            else ""
+        )
         + f"; per kernel it ranges from {lo['median_mhz']:.0f} MHz ({lo['kernel']}) to "
         f"{hi['median_mhz']:.0f} MHz ({hi['kernel']}).",
         "",

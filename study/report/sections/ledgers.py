@@ -14,7 +14,9 @@ def section_ledgers(run: Run) -> list[str]:
     try:
         led = ledger_main(run)
     except Skip as e:
-        return missing("the per-kernel ledgers", str(e)) + figref(run, "roofline") + figref(run, "loads_per_fma")
+        return (
+            missing("the per-kernel ledgers", str(e)) + figref(run, "roofline") + figref(run, "loads_per_fma")
+        )
     led = led[led["impl"] != "cublas"]
     lines = [
         "Instruction ledger: load instructions per FMA (dist = 32-way shared, bcast = broadcast shared, "
@@ -24,21 +26,49 @@ def section_ledgers(run: Run) -> list[str]:
         "diagnostics: cadence ÷ loads (or requests) per FMA.",
         "",
     ]
-    cols = [("dist", "{:.3f}"), ("bcast", "{:.3f}"), ("ldg", "{:.3f}"), ("loads_per_fma", "{:.3f}"),
-            ("bytes_per_out", "{:.0f}"), ("ai", "{:.3f}"), ("roof_gflops", "{:,.0f}"),
-            ("attainment_pct", "{:.1f}%"), ("cycles_per_load", "{:.2f}"), ("req_per_fma", "{:g}"),
-            ("cycles_per_request", "{:.2f}")]
+    cols = [
+        ("dist", "{:.3f}"),
+        ("bcast", "{:.3f}"),
+        ("ldg", "{:.3f}"),
+        ("loads_per_fma", "{:.3f}"),
+        ("bytes_per_out", "{:.0f}"),
+        ("ai", "{:.3f}"),
+        ("roof_gflops", "{:,.0f}"),
+        ("attainment_pct", "{:.1f}%"),
+        ("cycles_per_load", "{:.2f}"),
+        ("req_per_fma", "{:g}"),
+        ("cycles_per_request", "{:.2f}"),
+    ]
     rows = [[r["kernel"], r["impl"], *[num(r.get(c), f) for c, f in cols]] for _, r in led.iterrows()]
-    lines += md(["kernel", "impl", "dist", "bcast", "ldg", "loads/FMA", "bytes/out", "AI", "roof GFLOP/s",
-                 "attainment", "cycles/load", "req/FMA", "cycles/request"], rows)
+    lines += md(
+        [
+            "kernel",
+            "impl",
+            "dist",
+            "bcast",
+            "ldg",
+            "loads/FMA",
+            "bytes/out",
+            "AI",
+            "roof GFLOP/s",
+            "attainment",
+            "cycles/load",
+            "req/FMA",
+            "cycles/request",
+        ],
+        rows,
+    )
     att = led.dropna(subset=["attainment_pct"]) if "attainment_pct" in led.columns else led.iloc[0:0]
     if len(att):
         over = att[att["attainment_pct"] > 100]
         near = att.loc[(att["attainment_pct"] - 100).abs().idxmin()]
         lines += [
             f"**Finding:** {len(over)} of {len(att)} kernels exceed 100% of their DRAM roof"
-            + (f" ({', '.join(f'{k} {v:.0f}%' for k, v in zip(over['kernel'], over['attainment_pct']))})"
-               if len(over) else "")
+            + (
+                f" ({', '.join(f'{k} {v:.0f}%' for k, v in zip(over['kernel'], over['attainment_pct']))})"
+                if len(over)
+                else ""
+            )
             + ", where the byte ledger is falsified (the bytes came from L2, not DRAM); the closest to the "
             f"roof is {near['kernel']} at {near['attainment_pct']:.1f}%.",
             "",
@@ -61,8 +91,12 @@ def section_model(run: Run) -> list[str]:
     else:
         cols = [c for c in ("p_ldg", "p_dist", "p_bcast", "p_lds32", "p_lds128") if c in mt.columns]
         rows = [
-            [r["method"], *[num(r[c], "{:.3f}") for c in cols], r.get("kernels", "–"),
-             shape(r["M"], r["N"], r["K"]) if all(pd.notna(r.get(d)) for d in "MNK") else "–"]
+            [
+                r["method"],
+                *[num(r[c], "{:.3f}") for c in cols],
+                r.get("kernels", "–"),
+                shape(r["M"], r["N"], r["K"]) if all(pd.notna(r.get(d)) for d in "MNK") else "–",
+            ]
             for _, r in mt.iterrows()
         ]
         lines += md(["method", *[c.replace("p_", "P_") for c in cols], "fitted on", "at shape"], rows)
@@ -72,8 +106,16 @@ def section_model(run: Run) -> list[str]:
         lines += missing("per-kernel predictions", run.missing["predictions"])
     else:
         rows = [
-            [r["kernel"], r["role"], num(r["measured"], "{:.3f}"),
-             *[x for m in ("exact", "lstsq", "sass") for x in (num(r[m], "{:.3f}"), num(r[f"{m}_err"], "{:+.1f}%"))]]
+            [
+                r["kernel"],
+                r["role"],
+                num(r["measured"], "{:.3f}"),
+                *[
+                    x
+                    for m in ("exact", "lstsq", "sass")
+                    for x in (num(r[m], "{:.3f}"), num(r[f"{m}_err"], "{:+.1f}%"))
+                ],
+            ]
             for _, r in pr.iterrows()
         ]
         lines += md(["kernel", "role", "measured", "exact", "error", "lstsq", "error", "sass", "error"], rows)
@@ -88,8 +130,12 @@ def section_model(run: Run) -> list[str]:
         lines += missing("leave-one-out errors", run.missing["loo"])
     else:
         rows = [
-            [r["kernel"], num(r.get("measured_cadence"), "{:.3f}"), num(r.get("predicted_cadence"), "{:.3f}"),
-             num(r.get("model_error_pct"), "{:+.1f}%")]
+            [
+                r["kernel"],
+                num(r.get("measured_cadence"), "{:.3f}"),
+                num(r.get("predicted_cadence"), "{:.3f}"),
+                num(r.get("model_error_pct"), "{:+.1f}%"),
+            ]
             for _, r in in_order(loo).iterrows()
         ]
         lines += ["Least squares refitted without each kernel, then used to predict it.", ""]
@@ -107,8 +153,11 @@ def section_model(run: Run) -> list[str]:
 def _price_shift(shift: pd.DataFrame | None) -> list[str]:
     if shift is None:
         return []
-    moves = ", ".join(f"{r['price']} {r['exact']:.2f} → {r['lstsq']:.2f} ({r['change_pct']:+.0f}%)"
-                      for _, r in shift.iterrows() if np.isfinite(r["exact"]) and np.isfinite(r["lstsq"]))
+    moves = ", ".join(
+        f"{r['price']} {r['exact']:.2f} → {r['lstsq']:.2f} ({r['change_pct']:+.0f}%)"
+        for _, r in shift.iterrows()
+        if np.isfinite(r["exact"]) and np.isfinite(r["lstsq"])
+    )
     return [f"**Finding:** least squares moves the prices {moves}.", ""] if moves else []
 
 
@@ -130,8 +179,11 @@ def _model_finding(pr: pd.DataFrame) -> list[str]:
         "",
     ]
     # the same CUDA kernels priced on the ledger the compiler wrote instead of the hand count
-    both = [(r["kernel"], float(r["exact_err"]), float(r["sass_err"])) for _, r in pr.iterrows()
-            if role[r["kernel"]] == "extrapolation" or role[r["kernel"]].startswith("expected failure")]
+    both = [
+        (r["kernel"], float(r["exact_err"]), float(r["sass_err"]))
+        for _, r in pr.iterrows()
+        if role[r["kernel"]] == "extrapolation" or role[r["kernel"]].startswith("expected failure")
+    ]
     both = [(k, e, q) for k, e, q in both if np.isfinite(e) and np.isfinite(q)]
     if both:
         better = [k for k, e, q in both if abs(q) < abs(e)]

@@ -33,21 +33,46 @@ def section_main(run: Run) -> list[str]:
     ]
     rows = [
         [
-            r["kernel"], r["impl"],
+            r["kernel"],
+            r["impl"],
             f"{r['ms']:.3f} ({num(r.get('p20_ms'), '{:.3f}')}–{num(r.get('p80_ms'), '{:.3f}')})",
-            num(r["gflops"]), num(r.get("pct_peak"), "{:.1f}%"), num(r.get("pct_peak_sampled"), "{:.1f}%"),
-            num(r.get("pct_cublas"), "{:.1f}%"), num(r.get("cadence"), "{:.3f}"),
-            num(r.get("cadence_sampled"), "{:.3f}"), num(r.get("rel_err"), "{:.1e}"),
+            num(r["gflops"]),
+            num(r.get("pct_peak"), "{:.1f}%"),
+            num(r.get("pct_peak_sampled"), "{:.1f}%"),
+            num(r.get("pct_cublas"), "{:.1f}%"),
+            num(r.get("cadence"), "{:.3f}"),
+            num(r.get("cadence_sampled"), "{:.3f}"),
+            num(r.get("rel_err"), "{:.1e}"),
         ]
         for _, r in main.iterrows()
     ]
     for _, r in failed.iterrows():
         if r["kernel"] not in set(main["kernel"]):
-            rows.append([r["kernel"], r.get("impl", ""), "failed its check", *["–"] * 6,
-                         num(r.get("rel_err"), "{:.1e}")])
+            rows.append(
+                [
+                    r["kernel"],
+                    r.get("impl", ""),
+                    "failed its check",
+                    *["–"] * 6,
+                    num(r.get("rel_err"), "{:.1e}"),
+                ]
+            )
     rows.sort(key=lambda r: order(r[0]))
-    lines += md(["kernel", "impl", "ms (p20–p80)", "GFLOP/s", "% peak", "% peak sampled", "% cuBLAS", "cadence",
-                 "cadence sampled", "rel err"], rows)
+    lines += md(
+        [
+            "kernel",
+            "impl",
+            "ms (p20–p80)",
+            "GFLOP/s",
+            "% peak",
+            "% peak sampled",
+            "% cuBLAS",
+            "cadence",
+            "cadence sampled",
+            "rel err",
+        ],
+        rows,
+    )
     cuda = main[main["impl"] == "cuda"].dropna(subset=["pct_cublas"])
     if len(cuda):
         best = cuda.loc[cuda["pct_cublas"].idxmax()]
@@ -56,8 +81,11 @@ def section_main(run: Run) -> list[str]:
         lines += [
             f"**Finding:** the fastest hand-written CUDA kernel, {best['kernel']}, reaches "
             f"{best['pct_cublas']:.1f}% of cuBLAS ({best['gflops']:,.0f} GFLOP/s)"
-            + (f"; the fastest Triton kernel, {tbest['kernel']}, {tbest['pct_cublas']:.1f}%"
-               if tbest is not None else "")
+            + (
+                f"; the fastest Triton kernel, {tbest['kernel']}, {tbest['pct_cublas']:.1f}%"
+                if tbest is not None
+                else ""
+            )
             + ".",
             "",
         ]
@@ -73,7 +101,9 @@ def section_main(run: Run) -> list[str]:
 def section_twins(run: Run) -> list[str]:
     tw = run.tables.get("twins")
     if tw is None:
-        return missing("the Triton twins", "no CUDA kernel and its Triton twin were both timed in the main experiment")
+        return missing(
+            "the Triton twins", "no CUDA kernel and its Triton twin were both timed in the main experiment"
+        )
     lines = [
         "Each Triton twin keeps its CUDA kernel's block tile and threads per block "
         '(num_warps = threads ÷ 32) and computes in exact FP32 (`input_precision="ieee"`), so the '
@@ -87,19 +117,38 @@ def section_twins(run: Run) -> list[str]:
         return f"{r[which]}: {num(r[f'{which}_gflops'])}" if isinstance(r[which], str) and r[which] else "–"
 
     rows = [
-        [r["cuda"], f"{r['tile']}, {int(r['warps'])} warps", num(r["cuda_gflops"]), twin(r, "unpipelined"),
-         twin(r, "pipelined"), num(r["cublas_gflops"]), num(r["ratio_unpipelined"], "{:.2f}×"),
-         num(r["ratio_pipelined"], "{:.2f}×")]
+        [
+            r["cuda"],
+            f"{r['tile']}, {int(r['warps'])} warps",
+            num(r["cuda_gflops"]),
+            twin(r, "unpipelined"),
+            twin(r, "pipelined"),
+            num(r["cublas_gflops"]),
+            num(r["ratio_unpipelined"], "{:.2f}×"),
+            num(r["ratio_pipelined"], "{:.2f}×"),
+        ]
         for _, r in tw.iterrows()
     ]
-    lines += md(["CUDA kernel", "block tile", "CUDA", "Triton unpipelined", "Triton pipelined", "cuBLAS",
-                 "Triton ÷ CUDA (unpipelined)", "Triton ÷ CUDA (pipelined)"], rows)
+    lines += md(
+        [
+            "CUDA kernel",
+            "block tile",
+            "CUDA",
+            "Triton unpipelined",
+            "Triton pipelined",
+            "cuBLAS",
+            "Triton ÷ CUDA (unpipelined)",
+            "Triton ÷ CUDA (pipelined)",
+        ],
+        rows,
+    )
     main = by_kernel(main_rows(run.measured))
     tuned = [k for k in registry.tuned_kernels() if k.id in main]
     for k in tuned:
         r = main[k.id]
         lines += [
-            f"Autotuned Triton ({k.id}): {r['gflops']:,.0f} GFLOP/s, {num(r.get('pct_cublas'), '{:.1f}%')} of "
+            f"Autotuned Triton ({k.id}): {r['gflops']:,.0f} GFLOP/s, "
+            f"{num(r.get('pct_cublas'), '{:.1f}%')} of "
             f"cuBLAS; winning config: {config_text(r.get('config'))}.",
             "",
         ]
@@ -110,8 +159,11 @@ def section_twins(run: Run) -> list[str]:
     lines += [
         f"**Finding:** unpipelined Triton twins run at {ratio_range(list(tw['ratio_unpipelined']))} the "
         f"throughput of their CUDA kernel, pipelined ones at {ratio_range(list(tw['ratio_pipelined']))}"
-        + (f"; the autotuned kernel reaches {ta['pct_cublas']:.1f}% of cuBLAS"
-           if ta is not None and np.isfinite(ta.get("pct_cublas", np.nan)) else "")
+        + (
+            f"; the autotuned kernel reaches {ta['pct_cublas']:.1f}% of cuBLAS"
+            if ta is not None and np.isfinite(ta.get("pct_cublas", np.nan))
+            else ""
+        )
         + ".",
         "",
     ]
@@ -121,7 +173,9 @@ def section_twins(run: Run) -> list[str]:
 def section_ladder(run: Run) -> list[str]:
     lad = run.tables.get("ladder")
     if lad is None:
-        return missing("the ladder", run.missing.get("ladder", "no CUDA rung was timed in the main experiment"))
+        return missing(
+            "the ladder", run.missing.get("ladder", "no CUDA rung was timed in the main experiment")
+        )
     lines = [
         "The CUDA rungs in order, each one idea over the one before: its speed-up over the rung before, "
         "and its ledgers — global sectors per warp FMA (the request ledger as Nsight Compute counts it), "
@@ -132,23 +186,54 @@ def section_ladder(run: Run) -> list[str]:
         "",
     ]
     rows = [
-        [r["kernel"], r["idea"], num(r["gflops"], "{:,.0f}"), num(r["pct_cublas"], "{:.1f}%"),
-         num(r["speedup"], "{:.2f}×"), num(r["sectors_per_wfma"], "{:.2f}"), num(r["loads_per_fma"], "{:.3f}"),
-         num(r["issue_per_ffma"], "{:.3f}"), num(r["wavefronts_per_wfma"], "{:.3f}"), num(r["bar_per_phase"], "{:.0f}"),
-         num(r["registers"], "{:.0f}"), num(r["occupancy_pct"], "{:.1f}%"),
-         num(r["issue_pct"], "{:.1f}%"), num(r["fma_pipe_pct"], "{:.1f}%"),
-         f"{r['moved']}: {num(r['moved_from'], '{:.3g}')} → {num(r['moved_to'], '{:.3g}')}"
-         if isinstance(r["moved"], str) and r["moved"] else "–"]
+        [
+            r["kernel"],
+            r["idea"],
+            num(r["gflops"], "{:,.0f}"),
+            num(r["pct_cublas"], "{:.1f}%"),
+            num(r["speedup"], "{:.2f}×"),
+            num(r["sectors_per_wfma"], "{:.2f}"),
+            num(r["loads_per_fma"], "{:.3f}"),
+            num(r["issue_per_ffma"], "{:.3f}"),
+            num(r["wavefronts_per_wfma"], "{:.3f}"),
+            num(r["bar_per_phase"], "{:.0f}"),
+            num(r["registers"], "{:.0f}"),
+            num(r["occupancy_pct"], "{:.1f}%"),
+            num(r["issue_pct"], "{:.1f}%"),
+            num(r["fma_pipe_pct"], "{:.1f}%"),
+            f"{r['moved']}: {num(r['moved_from'], '{:.3g}')} → {num(r['moved_to'], '{:.3g}')}"
+            if isinstance(r["moved"], str) and r["moved"]
+            else "–",
+        ]
         for _, r in lad.iterrows()
     ]
-    lines += md(["rung", "idea", "GFLOP/s", "% cuBLAS", "speed-up", "sectors / warp FMA", "loads/FMA",
-                 "SASS instr./FFMA", "wavefronts / warp FMA", "barriers / phase", "regs", "occupancy", "issue",
-                 "FMA pipe", "moved"], rows)
+    lines += md(
+        [
+            "rung",
+            "idea",
+            "GFLOP/s",
+            "% cuBLAS",
+            "speed-up",
+            "sectors / warp FMA",
+            "loads/FMA",
+            "SASS instr./FFMA",
+            "wavefronts / warp FMA",
+            "barriers / phase",
+            "regs",
+            "occupancy",
+            "issue",
+            "FMA pipe",
+            "moved",
+        ],
+        rows,
+    )
     top = lad.loc[lad["pct_cublas"].idxmax()] if lad["pct_cublas"].notna().any() else None
     if top is not None:
-        lines += [f"**Finding:** the ladder's fastest rung, {top['kernel']}, reaches {top['pct_cublas']:.1f}% of "
-                  f"cuBLAS; its largest single step is "
-                  + _largest_step(lad) + ".", ""]
+        lines += [
+            f"**Finding:** the ladder's fastest rung, {top['kernel']}, reaches {top['pct_cublas']:.1f}% of "
+            f"cuBLAS; its largest single step is " + _largest_step(lad) + ".",
+            "",
+        ]
     return lines
 
 

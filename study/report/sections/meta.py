@@ -15,8 +15,13 @@ REPO = Path(__file__).resolve().parents[3]
 def section_figures(run: Run) -> list[str]:
     lines = ["Every figure, the file it is in and the function that drew it from data/.", ""]
     rows = [
-        [f"figures/{name}.png", f"`study.report.{fn.__name__}`",
-         "drawn" if run.figures.get(name, (None,))[0] else f"skipped: {run.figures.get(name, (None, '?'))[1]}"]
+        [
+            f"figures/{name}.png",
+            f"`study.report.{fn.__name__}`",
+            "drawn"
+            if run.figures.get(name, (None,))[0]
+            else f"skipped: {run.figures.get(name, (None, '?'))[1]}",
+        ]
         for name, fn in FIGURES.items()
     ]
     return lines + md(["file", "made by", "status"], rows)
@@ -33,7 +38,11 @@ def section_reproduce(run: Run) -> list[str]:
     return [
         "```bash",
         'pip install -e ".[dev]"',
-        *([f"git checkout {commit}   # the commit these rows came from"] if commit and commit != "unknown" else []),
+        *(
+            [f"git checkout {commit}   # the commit these rows came from"]
+            if commit and commit != "unknown"
+            else []
+        ),
         "python -m study.run                # measure every kernel and experiment here -> out/",
         f"python -m study.run --kernels {example} --experiments main,strides --out out   # a subset",
         f"python -m study.report {out}      # re-derive and re-render from {out}/data/ (no GPU needed)"

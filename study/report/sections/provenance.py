@@ -11,7 +11,11 @@ from study.report.md import gpu_name, prov
 def section_provenance(run: Run, measured: bool) -> list[str]:
     g = run.gpu
     stamps = sorted(str(t) for t in run.results.get("timestamp", pd.Series(dtype=str)).dropna())
-    when = (stamps[0] if stamps[0] == stamps[-1] else f"{stamps[0]} to {stamps[-1]}") if stamps else "not recorded"
+    when = (
+        (stamps[0] if stamps[0] == stamps[-1] else f"{stamps[0]} to {stamps[-1]}")
+        if stamps
+        else "not recorded"
+    )
     status = (
         "measured: the rows below were timed in this run"
         if measured
@@ -28,8 +32,11 @@ def section_provenance(run: Run, measured: bool) -> list[str]:
         sampled = g.sampled_sm_clock_mhz
         lines += [
             f"- **Clocks:** max SM clock {g.sm_clock_mhz:.0f} MHz (device-reported; main caliber)"
-            + (f", sampled median {sampled:.0f} MHz (NVML during the timings)" if sampled
-               else ", no sampled clock recorded")
+            + (
+                f", sampled median {sampled:.0f} MHz (NVML during the timings)"
+                if sampled
+                else ", no sampled clock recorded"
+            )
             + f"; memory clock {g.mem_clock_mhz:.0f} MHz, {g.bus_width_bits}-bit bus.",
             f"- **Peaks:** FP32 {g.peak_gflops():,.0f} GFLOP/s at the max clock"
             + (f", {g.peak_gflops(sampled):,.0f} GFLOP/s at the sampled clock" if sampled else "")
@@ -39,14 +46,17 @@ def section_provenance(run: Run, measured: bool) -> list[str]:
             f"- **GPU constants from:** {run.gpu_source}.",
         ]
     else:
-        lines.append(f"- **GPU constants:** {run.gpu_source}; % of peak, cadence and roofs cannot be computed.")
+        lines.append(
+            f"- **GPU constants:** {run.gpu_source}; % of peak, cadence and roofs cannot be computed."
+        )
     versions = ", ".join(
         f"{name} {prov(run, col) or '?'}"
         for name, col in (("torch", "torch"), ("Triton", "triton"), ("CUDA", "cuda"), ("driver", "driver"))
     )
     lines += [
         f"- **Versions:** {versions}.",
-        f"- **Commit:** `{prov(run, 'commit') or 'not recorded'}`; host {prov(run, 'host') or 'not recorded'}.",
+        f"- **Commit:** `{prov(run, 'commit') or 'not recorded'}`; "
+        f"host {prov(run, 'host') or 'not recorded'}.",
         f"- **Run id:** {prov(run, 'run_id') or 'not recorded'}; rows recorded {when}.",
         f"- **Rows:** {len(run.results)} in data/results.csv ({len(run.measured)} timed).",
     ]

@@ -101,9 +101,7 @@ def section_counted(run: Run) -> list[str]:
     lines = []
     c = run.tables.get("cvc")
     if c is None:
-        return lines + missing(
-            "the counted-vs-compiled check", run.missing["cvc"]
-        )
+        return lines + missing("the counted-vs-compiled check", run.missing["cvc"])
     c = in_order(c)
     lines += [
         "Loads per FMA counted from the source beside the SASS main loop (instructions of any width per "

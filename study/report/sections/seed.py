@@ -10,7 +10,9 @@ from study.report.md import by_kernel, gpu_name, main_rows, md, missing, num, sh
 def section_seed(run: Run) -> list[str]:
     seed, sm = run.tables.get("seed_ledgers"), run.tables.get("seed_model")
     if seed is None or sm is None:
-        return missing("the seed replay", run.missing.get("seed_ledgers") or run.missing.get("seed_model", "?"))
+        return missing(
+            "the seed replay", run.missing.get("seed_ledgers") or run.missing.get("seed_model", "?")
+        )
     p = sm.iloc[0]
     s = main_rows(seed)
     try:
@@ -19,7 +21,8 @@ def section_seed(run: Run) -> list[str]:
         here, note = main_rows(run.measured), f" (model error on the {gpu_name(run)}: {e})"
     a, b = short(str(p["gpu"])), short(gpu_name(run))
     lines = [
-        f"The seed report's published times on the {p['gpu']} ({int(p['sms'])} SMs, {p['sm_clock_mhz']:.0f} MHz, "
+        f"The seed report's published times on the {p['gpu']} ({int(p['sms'])} SMs, "
+        f"{p['sm_clock_mhz']:.0f} MHz, "
         f"{p['dram_gbps']:,.0f} GB/s) replayed through the same ledgers and the same exact calibration, "
         f"beside this run's {gpu_name(run)}{note}. Cadence in cycles per warp-FMA per SM at each GPU's max "
         "clock; model error with each GPU's own exact prices.",
@@ -30,14 +33,24 @@ def section_seed(run: Run) -> list[str]:
     for _, r in s.iterrows():
         o = h.get(r["kernel"])
         g = lambda c, fmt, o=o: num(o.get(c), fmt) if o is not None else "–"  # noqa: E731
-        rows.append([
-            r["kernel"], num(r["gflops"]), g("gflops", "{:.1f}"), num(r["pct_cublas"], "{:.1f}%"),
-            g("pct_cublas", "{:.1f}%"), num(r["cadence"], "{:.2f}"), g("cadence", "{:.2f}"),
-            num(r["attainment_pct"], "{:.1f}%"), g("attainment_pct", "{:.1f}%"),
-            num(r["model_error_pct"], "{:+.1f}%"), g("model_error_pct", "{:+.1f}%"),
-        ])
-    hdr = ["kernel"] + [f"{m} {x}" for m in ("GFLOP/s", "% cuBLAS", "cadence", "attainment", "model error")
-                        for x in (a, b)]
+        rows.append(
+            [
+                r["kernel"],
+                num(r["gflops"]),
+                g("gflops", "{:.1f}"),
+                num(r["pct_cublas"], "{:.1f}%"),
+                g("pct_cublas", "{:.1f}%"),
+                num(r["cadence"], "{:.2f}"),
+                g("cadence", "{:.2f}"),
+                num(r["attainment_pct"], "{:.1f}%"),
+                g("attainment_pct", "{:.1f}%"),
+                num(r["model_error_pct"], "{:+.1f}%"),
+                g("model_error_pct", "{:+.1f}%"),
+            ]
+        )
+    hdr = ["kernel"] + [
+        f"{m} {x}" for m in ("GFLOP/s", "% cuBLAS", "cadence", "attainment", "model error") for x in (a, b)
+    ]
     lines += md(hdr, rows)
     cuda = s[s["impl"] == "cuda"].dropna(subset=["pct_cublas"])
     if len(cuda):
