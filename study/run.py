@@ -98,7 +98,7 @@ class Plan:
             self.gpu_file = cli.input_file(a.gpu, "--gpu")
             if a.out is None:
                 raise InputError("--from-results needs --out DIR (a replay is a run directory of its own)")
-            cli.refuse_flags({f: v for f, v in self.given.items()}, "in a replay (--from-results)")
+            cli.refuse_flags(self.given, "in a replay (--from-results)")
         elif "main" in self.experiments:
             for k in self.kernels:
                 err = k.constraint_error(*self.main_shape)
