@@ -16,7 +16,7 @@ import pytest
 
 from study import derive, profile, report
 from study import kernels as registry
-from study.derive import tables
+from study.derive import counters
 from study.rundir import RunDir
 from study.toolchain import tools
 
@@ -80,14 +80,14 @@ def test_ncu_error_prefers_the_error_line():
 
 def test_the_report_reads_only_metrics_the_profiler_asks_for():
     asked = set(profile.METRICS)
-    for name in tables.NCU.values():
+    for name in counters.NCU.values():
         assert name in asked, name
     stall = next(m for m in profile.METRICS if m.startswith("regex:"))
     import re
 
     pattern = re.compile(stall[len("regex:"):])
     assert pattern.fullmatch("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
-    assert tables.STALL.match("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
+    assert counters.STALL.match("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio")
 
 
 def test_find_ncu_falls_back_to_cuda_home(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ import pandas as pd
 from study import results as results_io
 from study import rundir as rd_files
 from study.cli import say
+from study.derive import counters as counters_
 from study.derive import ledgers, model, tables, validate
 from study.errors import InputError
 from study.gpu import GPU, for_run
@@ -136,7 +137,8 @@ def derive(
     write(rd_files.LOO, loo)  # rewritten below with the bound model's rows appended
     write(rd_files.MODEL_SASS, sass_fit.predictions if sass_fit is not None else None)
     write(rd_files.COUNTED_VS_COMPILED, _counted_vs_compiled(sass_df))
-    write(rd_files.PREDICTIONS, tables.predictions(table, mtab, sass_fit.predictions if sass_fit else None))
+    predictions = tables.predictions(table, mtab, sass_fit.predictions if sass_fit else None)
+    write(rd_files.PREDICTIONS, predictions)
     write(rd_files.PRICE_SHIFT, tables.price_shift(mtab))
     write(rd_files.TWINS, tables.twins(table))
     write(rd_files.STRIDES, tables.strides(table))
@@ -146,23 +148,15 @@ def derive(
     write(rd_files.SIZES, tables.sizes(table, gpu.l2_bytes))
     write(rd_files.SIZE_STEP, tables.size_step(table, gpu.l2_bytes))
     ncu = read_csv(rd.file(rd_files.NCU))
-    counters = tables.counters(ncu) if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None
+    has_metrics = ncu is not None and {"metric", "value"} <= set(ncu.columns)
+    counters = counters_.counters(ncu) if has_metrics else None
     write(rd_files.COUNTERS, counters)
-    write(rd_files.LADDER, tables.ladder(table, sass_df, counters))
+    write(rd_files.LADDER, counters_.ladder(table, sass_df, counters))
     write(rd_files.CLOCK_SUMMARY, tables.clocks(rows, read_csv(rd.file(rd_files.CLOCKS)), gpu.sm_clock_mhz))
     seed_ledgers, seed_model = replay_seed(seed)
     write(rd_files.SEED_LEDGERS, seed_ledgers)
     write(rd_files.SEED_MODEL, seed_model)
-    _write_bounds(
-        write,
-        table,
-        ncu,
-        sass_df,
-        gpu,
-        loo,
-        seed_ledgers,
-        tables.predictions(table, mtab, sass_fit.predictions if sass_fit else None),
-    )
+    _write_bounds(write, table, ncu if has_metrics else None, sass_df, gpu, loo, seed_ledgers, predictions)
     for reason, steps in skipped.items():
         say(f"model: skipped {', '.join(steps)} ({reason})")
     return Derived(gpu, source, table, mtab, skipped)
@@ -170,18 +164,18 @@ def derive(
 
 def _write_bounds(write, table, ncu, sass_df, gpu, loo, seed_ledgers, predictions) -> None:
     """The bound model (``bounds``): its tables, model_errors.csv beside the seed's methods, and
-    loo.csv with a ``method`` column (the seed's rows "lstsq") and the bound model's rows appended."""
+    loo.csv with a ``method`` column (the seed's rows "lstsq") and the bound model's rows appended.
+    ``ncu``: the run's counters with their metric and value columns, or None."""
     from study.derive import bound_tables, bounds
 
-    has_ncu = ncu is not None and {"metric", "value"} <= set(ncu.columns)
-    bm = bounds.run(table, ncu, sass_df, gpu) if has_ncu else None
+    bm = bounds.run(table, ncu, sass_df, gpu) if ncu is not None else None
     seed_loo = None if loo is None else loo.assign(method="lstsq", error_pct=loo["model_error_pct"])
     seed_rows = bound_tables.seed_rows(table, predictions)
     if bm is None:
         write(rd_files.LOO, seed_loo)
         for name in (rd_files.BOUNDS, rd_files.BOUND_CONSTANTS, rd_files.BOUND_STEPS):
             write(name, None)
-        why = bounds.why_not(table, ncu if has_ncu else None, sass_df, gpu)
+        why = bounds.why_not(table, ncu, sass_df, gpu)
         write(rd_files.BOUND_FINDINGS, bound_tables.not_fitted(why))
         write(rd_files.MODEL_ERRORS, seed_rows if len(seed_rows) else None)
         inp = bounds.inputs(table, None, None, bounds.machine(gpu))

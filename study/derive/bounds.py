@@ -199,7 +199,7 @@ def error_pct(pred: float, meas: float) -> float:
 
 def ncu_wide(ncu: pd.DataFrame) -> pd.DataFrame:
     """Per (kernel, M, N, K): the latest profiling run's metrics, ``.sum`` counts added over
-    launches, rates averaged (as ``tables.counters`` combines them)."""
+    launches, rates averaged (as ``counters.counters`` combines them)."""
     df = ncu.copy()
     df["metric"], df["kernel"] = df["metric"].astype(str), df["kernel"].astype(str)
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
