@@ -5,6 +5,7 @@ measurement as it ends. GPU only; the arithmetic over the rows is ``study.derive
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 from study import experiments, results
@@ -13,6 +14,7 @@ from study.errors import InputError, first_line
 
 
 def key(p, k) -> tuple:
+    """The row key (``results.KEY``) of measuring ``k`` at ``p``; the label tells a padded point."""
     shape = experiments.shape_for(k, p)
     return (p.experiment, p.label, k.id, *shape)
 
@@ -36,17 +38,29 @@ def check_fits(shape: tuple[int, int, int], free_bytes: int) -> None:
 
 
 def plan(kernels, experiment_names, main_shape) -> list:
-    """Every (point, kernel) the experiments ask for, in measuring order."""
-    points = [p for e in experiment_names for p in experiments.points(e, main_shape)]
-    return [(p, k) for p in points for k in kernels]
+    """Every (point, kernel) the experiments ask for, in measuring order; a kernel that refuses a
+    point's storage (``experiments.refusal``: the CUDA kernels at the padded point) is left out,
+    and :func:`refused` names it."""
+    points = [p for e in experiment_names for p in experiments.all_points(e, main_shape)]
+    return [(p, k) for p in points for k in kernels if experiments.refusal(k, p) is None]
+
+
+def refused(kernels, experiment_names, main_shape=(4096, 4096, 4096)) -> list[tuple]:
+    """The (point, kernel, why) that :func:`plan` leaves out because the kernel refuses the point's
+    storage; the report's stride table shows each in its place ("contiguous operands only")."""
+    points = [p for e in experiment_names for p in experiments.all_points(e, main_shape)]
+    return [(p, k, why) for p in points for k in kernels if (why := experiments.refusal(k, p))]
 
 
 def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -> None:
     """Measure each (point, kernel) of ``todo``, appending its row the moment it is done.
 
-    ``measure_fn(kernel, shape) -> {"row": ..., "samples": [(t, MHz), ...]}``. A (kernel, shape)
+    ``measure_fn(kernel, shape) -> {"row": ..., "samples": [(t, MHz), ...]}``; ``shape`` is an
+    ``experiments.Shape``, whose ``ld`` says the storage (None: contiguous). A (kernel, shape)
     that several experiments share is measured once and recorded under each of them, also
-    across a --resume (the rows already in ``rows_file`` count as measured).
+    across a --resume (the rows already in ``rows_file`` count as measured). The memo is keyed by
+    (kernel, Shape): a measurement on padded storage is never reused for the contiguous shape,
+    nor the other way round.
     """
     from tqdm import tqdm
 
@@ -54,12 +68,15 @@ def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -
     bar = tqdm(todo, desc="measuring", unit="run", file=sys.stderr, dynamic_ncols=True)
     for p, k in bar:
         shape = experiments.shape_for(k, p)
-        bar.set_postfix_str(f"{p.experiment}:{p.label} {k.id} {shape[0]}x{shape[1]}x{shape[2]}")
-        if (k.id, shape) not in memo:
-            memo[(k.id, shape)] = measure_fn(k, shape)
-        m = memo[(k.id, shape)]
+        bar.set_postfix_str(f"{p.experiment}:{p.label} {k.id} {shape[0]}x{shape[1]}x{shape[2]}"
+                            + ("" if shape.ld is None else f" ld={shape.ld}"))
+        memo_key = (k.id, shape)  # an experiments.Shape: equal only on the same storage
+        if memo_key not in memo:
+            memo[memo_key] = measure_fn(k, shape)
+        m = memo[memo_key]
         row = {
             **m["row"],
+            "ld": "" if shape.ld is None else shape.ld,
             "experiment": p.experiment,
             "label": p.label,
             **prov,
@@ -105,16 +122,66 @@ def correctness_sweep(chosen, bench) -> dict[str, str]:
     return failed
 
 
+def padded_rows(t, ld: int, fill: float = float("nan")):
+    """``t`` (2-D) copied into storage whose rows are ``ld`` elements apart: the view
+    ``torch.empty(rows, ld)[:, :cols]`` of a buffer whose padding holds ``fill`` (NaN: a kernel
+    that reads or writes past a row's end shows in the check)."""
+    import torch
+
+    rows, cols = t.shape
+    if ld < cols:
+        raise InputError(f"ld = {ld} is shorter than a row of {cols} elements")
+    buf = torch.full((rows, ld), fill, dtype=t.dtype, device=t.device)
+    view = buf[:, :cols]
+    view.copy_(t)
+    return view
+
+
+def operands(shape, seed: int, bench, device="cuda"):
+    """A, B (random, ``bench.random_inputs``) and a NaN-poisoned C for ``shape`` on its storage:
+    contiguous, or padded rows of ``shape.ld`` elements."""
+    M, N, K = shape
+    a, b = bench.random_inputs(M, N, K, seed, device)
+    out = bench.poisoned(M, N, device)
+    ld = getattr(shape, "ld", None)
+    if ld is not None:
+        a, b, out = (padded_rows(t, ld) for t in (a, b, out))
+    return a, b, out
+
+
+def check(launch, shape, seed: int, bench, device="cuda") -> float:
+    """``bench.check`` on the storage of ``shape``: the relative error of ``launch(a, b, out)``
+    against a float64 product of the same A and B, inf where an output is NaN or inf. On padded
+    storage the padding of C must also still hold its NaN poison (inf otherwise: the kernel
+    wrote past the end of a row)."""
+    ld = getattr(shape, "ld", None)
+    if ld is None:
+        return bench.check(launch, *shape, seed=seed, device=device)
+    import torch
+
+    a, b, out = operands(shape, seed, bench, device)
+    launch(a, b, out)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    M, N = out.shape
+    padding = out.as_strided((M, ld - N), (ld, 1), out.storage_offset() + N) if ld > N else None
+    if padding is not None and not bool(torch.isnan(padding).all()):
+        return math.inf
+    return bench.relative_error(out, a.double() @ b.double())
+
+
 def measure_one(k, shape, flush, target_s, bench, torch, gpu_mod) -> dict:
     M, N, K = shape
+    ld = getattr(shape, "ld", None)
     launch = k.launcher
-    rel_err = bench.check(launch, M, N, K, seed=M * 7 + N * 3 + K)
+    rel_err = check(launch, shape, M * 7 + N * 3 + K, bench)
     row = {
         "kernel": k.id,
         "impl": k.impl,
         "M": M,
         "N": N,
         "K": K,
+        "ld": "" if ld is None else ld,
         "rel_err": rel_err,
         "ms": "",
         "p20_ms": "",
@@ -124,11 +191,11 @@ def measure_one(k, shape, flush, target_s, bench, torch, gpu_mod) -> dict:
         "clock_samples": 0,
         "config": "",
     }
+    where = f"{M}x{N}x{K}" + ("" if ld is None else f" ld={ld}")
     if not rel_err <= experiments.TOLERANCE:
-        say(f"{k.id} at {M}x{N}x{K}: relative error {rel_err:.2e} > {experiments.TOLERANCE:.0e}; not timed")
+        say(f"{k.id} at {where}: relative error {rel_err:.2e} > {experiments.TOLERANCE:.0e}; not timed")
         return {"row": row, "samples": []}
-    a, b = bench.random_inputs(M, N, K, seed=1 + M + N + K)
-    out = torch.empty(M, N, device="cuda", dtype=torch.float32)
+    a, b, out = operands(shape, 1 + M + N + K, bench)
     with gpu_mod.ClockSampler() as clock:
         t = bench.time_cuda(lambda: launch(a, b, out), flush, target_s=target_s)
     med_clock = clock.median()

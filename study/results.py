@@ -18,9 +18,10 @@ import pandas as pd
 
 from study.errors import InputError
 
-# the measured columns, then the provenance columns every row carries
+# the measured columns, then the provenance columns every row carries; ``ld`` is the leading
+# dimension of A, B and C where the operands were padded (empty: contiguous)
 MEASURED = [
-    "experiment", "label", "kernel", "impl", "M", "N", "K", "ms", "p20_ms", "p80_ms", "reps",
+    "experiment", "label", "kernel", "impl", "M", "N", "K", "ld", "ms", "p20_ms", "p80_ms", "reps",
     "rel_err", "sm_clock_mhz", "clock_samples", "config",
 ]
 PROVENANCE = [
@@ -103,13 +104,30 @@ class ResultsFile:
         if not rows:
             return
         new = not self.path.exists() or self.path.stat().st_size == 0
+        columns = self.columns if new else self._columns_for(rows)
         with self.path.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore")
+            w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
             if new:
                 w.writeheader()
-            w.writerows({c: row.get(c, "") for c in self.columns} for row in rows)
+            w.writerows({c: row.get(c, "") for c in columns} for row in rows)
             f.flush()
             os.fsync(f.fileno())
+
+
+    def _columns_for(self, rows: list[dict]) -> list[str]:
+        """The columns of the header already in the file. A file written before a column existed
+        (``ld``) keeps its header; a row with a value for a column the file lacks is refused,
+        since writing it would lose that value."""
+        with self.path.open(newline="") as f:
+            header = next(csv.reader(f), [])
+        if header == self.columns:
+            return self.columns
+        lost = sorted({c for row in rows for c in self.columns
+                       if c not in header and str(row.get(c, "")).strip() not in ("", "None")})
+        if lost:
+            raise InputError(f"{self.path}: its header has no column {', '.join(map(repr, lost))}, which "
+                             "this row needs; measure into a new run directory")
+        return header
 
 
 def read_csv(path: Path) -> pd.DataFrame:
@@ -147,15 +165,28 @@ def done_keys(path: Path) -> set[tuple]:
     return {key_of(r) for r in df.to_dict("records")}
 
 
+def row_ld(row: dict) -> int | None:
+    """The leading dimension a row was measured with; None for contiguous operands (an empty
+    ``ld``, or a file written before the column existed)."""
+    v = row.get("ld", "")
+    if v is None or (isinstance(v, float) and v != v) or str(v).strip() in ("", "nan"):
+        return None
+    return int(float(v))
+
+
 def measured(path: Path) -> dict[tuple, dict]:
-    """(kernel, (M, N, K)) -> the measured part of a row already in ``path``, for reuse."""
+    """(kernel, Shape) -> the measured part of a row already in ``path``, for reuse. The shape is
+    an ``experiments.Shape`` carrying the row's ``ld``: equal to the plain (M, N, K) for a
+    contiguous row, and never for a padded one."""
+    from study.experiments import Shape
+
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
         return {}
     df = pd.read_csv(path, dtype={"label": str, "config": str})
     memo = {}
     for r in df.to_dict("records"):
-        shape = (int(r["M"]), int(r["N"]), int(r["K"]))
+        shape = Shape(int(r["M"]), int(r["N"]), int(r["K"]), row_ld(r))
         row = {c: ("" if pd.isna(r[c]) else r[c]) for c in MEASURED
                if c in r and c not in ("experiment", "label")}
         memo[(str(r["kernel"]), shape)] = {"row": row, "samples": [], "clocks_written": True}

@@ -59,7 +59,15 @@ import functools
 
 import triton
 
-from triton_kernels.tile import check_operands, even_k, interpreting, tiled_matmul_kernel
+from triton_kernels.tile import (
+    MASK_MN,
+    check_operands,
+    edge_scheme,
+    even_k,
+    interpreting,
+    padded_strides,
+    tiled_matmul_kernel,
+)
 
 # --------------------------------------------------------------------------------------------
 # Configuration space
@@ -129,7 +137,9 @@ def min_dot_k() -> int:
 
 
 def _config(bm, bn, bk, warps, stages):
-    return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M},
+    # every candidate carries the kernel's default edge scheme (tile.MASK_MN): TA tunes the tile,
+    # never the edge scheme, so it runs the same scheme as the twins
+    return triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP_M": GROUP_M, "MASK_MN": MASK_MN},
                          num_warps=warps, num_stages=stages)
 
 
@@ -260,7 +270,7 @@ def matmul(a, b, out=None):
 
 
 def config_dict(c) -> dict:
-    """A triton.Config as a plain dict: BM, BN, BK, GROUP_M, num_warps, num_stages."""
+    """A triton.Config as a plain dict: BM, BN, BK, GROUP_M, MASK_MN, num_warps, num_stages."""
     return {**c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages}
 
 
@@ -288,12 +298,16 @@ def best_config(M: int, N: int, K: int) -> dict | None:
 
 
 def aot_spec(num_stages: int | None = None, shape: tuple[int, int, int] | None = None,
-             config: dict | None = None, smem_limit: int | None = None):
+             config: dict | None = None, smem_limit: int | None = None, mask_mn: bool | None = None,
+             ld: int | None = None):
     """Kernel, arguments and options for :func:`triton_kernels.aot.compile_sass_target`.
 
     ``config`` defaults to the tuned winner for ``shape`` (4096^3) when this process has one,
     else to :data:`DEFAULT_CONFIG`; ``num_stages`` overrides the config's. ``EVEN_K`` follows
-    from ``shape`` as the heuristic sets it at run time. ``smem_limit``: the shared memory a
+    from ``shape`` as the heuristic sets it at run time. The edge scheme is ``mask_mn`` if given,
+    else the config's ``MASK_MN``, else the candidates' (:data:`triton_kernels.tile.MASK_MN`);
+    ``ld`` pads the rows of A, B and C to that many elements (None: contiguous).
+    ``smem_limit``: the shared memory a
     block may have on the target (the caller knows the target; no device is asked); a
     configuration whose buffers exceed it is a ValueError, since it could not launch there.
     """
@@ -304,11 +318,13 @@ def aot_spec(num_stages: int | None = None, shape: tuple[int, int, int] | None =
     meta = {k: cfg[k] for k in ("BM", "BN", "BK")}
     meta["GROUP_M"] = cfg.get("GROUP_M", GROUP_M)
     meta["EVEN_K"] = even_k(shape[2], meta["BK"])
+    meta["MASK_MN"] = edge_scheme(mask_mn if mask_mn is not None else cfg.get("MASK_MN"))
     stages = num_stages if num_stages is not None else cfg.get("num_stages", 3)
     if smem_limit is not None:
         need = smem_bytes(triton.Config(meta, num_warps=cfg.get("num_warps", 4), num_stages=stages))
         if need > smem_limit:
             raise ValueError(f"{meta['BM']}x{meta['BN']}x{meta['BK']} with {stages} stages needs {need} B "
                              f"of shared memory per block; the target allows {smem_limit}")
-    return matmul_spec(autotuned_matmul_kernel, meta, num_warps=cfg.get("num_warps", 4),
+    spec = matmul_spec(autotuned_matmul_kernel, meta, num_warps=cfg.get("num_warps", 4),
                        num_stages=stages, shape=shape)
+    return padded_strides(spec, ld)

@@ -8,12 +8,42 @@ exact FP32 (FFMA, never TF32 tensor cores), so the comparison with the CUDA kern
 about who writes the code inside the tile, not about the arithmetic. TA
 (:mod:`triton_kernels.ta_autotuned`) wraps this same kernel in ``triton.autotune``.
 
-Edges. A tile that hangs over the bottom or right edge of C loads rows ``rm % M`` and columns
-``rn % N``: valid rows and columns again, so the A and B loads carry no M/N mask and the
-main loop no per-element predicates; the masked store drops those lanes' results. K is
-masked only where ``EVEN_K`` is false (the launcher sets it when ``K % BK == 0``), so the
-common aligned case loads whole tiles unpredicated. Neither changes a stored result: each
-output still sums the same products, in the same order, as with masked loads.
+Edges. A tile that hangs over the bottom or right edge of C has two ways to keep its loads in
+bounds, chosen by the constexpr ``MASK_MN``: masked loads on M and N (``other=0.0``: the lanes
+past the edge read 0), or wrapped indices, rows ``rm % M`` and columns ``rn % N`` (valid rows
+and columns again, so the A and B loads carry no M/N mask). Either way the masked store drops
+those lanes' results, and each stored output sums the same products in the same order, so the
+two give identical results. K is masked only where ``EVEN_K`` is false (the launcher sets it
+when ``K % BK == 0``). Every launcher takes ``mask_mn`` (None: :data:`MASK_MN`); TA's
+candidates all carry :data:`MASK_MN`, so it runs the twins' scheme.
+
+The default is masked loads, from timing: on the H200 (Triton 3.6) at 4097^3 the wrapped scheme
+ran 2.0x (TA) to 4.8x (T3p) slower than masks, while at 4096^3 the two were
+within 2% either way (the committed reference runs before and after this default changed hold
+the twins' rows at both sizes). The SASS below does not show why, so the cost lies outside the
+instruction stream (in how the wrapped addresses of the edge tiles meet the memory system).
+Compiled ahead of time for sm_90 (Triton 3.9, ``triton_kernels.aot``, main loop as ``study.toolchain.sass``
+finds it), for the twins' tiles (T3 32x32x32 on 32 warps, T4 32x32x32 and T5 32x128x32 on 4,
+each with 1 and 3 stages) and TA's 43 candidates for 4096^3, masked against wrapped:
+
+* At 4096^3 both schemes load with the same widths in all 49 (per K tile T5 10 LDG.128, T4 4
+  LDG.128, T3 2 LDG.32; LDGSTS of the same width when pipelined), and the masked main loop
+  executes more instructions per FFMA in 48: T5 1.155 -> 1.175 (1183 -> 1203 instructions per
+  1024 FFMA) unpipelined, T4 1.355 -> 1.391 and 1.422 -> 1.449 (3 stages), T3 2.50 -> 2.66 (3
+  stages) and 1.76 -> 2.00 (1 stage, whose wrapped loop is unrolled 4 times), TA's candidates
+  +0.4% to +2.8% (its default 64x64x64, 4 warps, 2 stages: 1.127 -> 1.147). The exception is
+  T5 with 3 stages, 1.178 -> 1.173, whose wrapped kernel spills (LDL/STL) where the masked one
+  does not.
+* At 4097^3 and 4100^3 (the same SASS: neither is a multiple of 16) both schemes lose the
+  128-bit loads alike (T5 40 LDG.32, T4 16, TA's default 64 LDGSTS.32) and masks add more: T5
+  1.305 -> 1.324 (1 stage) and 1.384 -> 1.439 (3 stages), T4 1.844 -> 2.035 (3 stages), TA
+  +1.9% to +13.5%.
+* 4097^3 on rows padded to 4112 elements (strides multiples of 16, sizes not) still loads 32
+  bits in both schemes (T5 40 LDG.32: the bounds of the masks and of the wrap are 4097); there
+  masks sometimes need fewer instructions (T5 1.289 -> 1.271 and T4 1.723 -> 1.543
+  unpipelined, 11 of TA's 43; TA -2.2% to +5.0%).
+
+``mask_mn`` on every launcher keeps the other scheme one argument away.
 
 Reads top to bottom: configuration, the ``@triton.jit`` kernel, the launcher.
 """
@@ -34,6 +64,10 @@ import triton.language as tl
 ROW_MAJOR = 1
 # Offsets are computed in 32-bit integers: refuse operands with more elements than that.
 MAX_ELEMENTS = 2**31 - 1
+
+# The edge scheme a launch takes when it names none: True, masked loads (the module docstring
+# says why).
+MASK_MN = True
 
 
 def even_k(K: int, BK: int) -> bool:
@@ -61,7 +95,9 @@ def tiled_matmul_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     # meta-parameters
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-    EVEN_K: tl.constexpr,  # K % BK == 0: no K tile is partial, loads need no mask at all
+    EVEN_K: tl.constexpr,  # K % BK == 0: no K tile is partial, loads need no K mask
+    # edge scheme: True masks the A/B loads on M and N, False wraps rows/columns (default: MASK_MN)
+    MASK_MN: tl.constexpr = MASK_MN,
 ):
     """C[M, N] = A[M, K] @ B[K, N] in FP32; one program computes one BM x BN tile of C."""
     pid = tl.program_id(0)
@@ -82,26 +118,41 @@ def tiled_matmul_kernel(
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
-    # Rows/columns past the edge of C wrap onto valid ones: their loads stay in bounds with no
-    # mask, and their results are dropped by the masked store. No contiguity hint is added:
-    # Triton's own analysis of `x % N` already proves runs of 16 when N % 16 == 0 (128-bit
-    # loads, as with masks), while a max_contiguous(BN) hint would be false across the wrap
-    # and, for a strided view with N % 4 != 0, would turn wrapped lanes into misaligned
-    # 128-bit loads.
-    rm_load = rm % M
-    rn_load = rn % N
+    if MASK_MN:
+        # Rows/columns past the edge of C are masked: their lanes load 0 and their results are
+        # dropped by the masked store.
+        rm_load = rm
+        rn_load = rn
+        a_in = rm[:, None] < M
+        b_in = rn[None, :] < N
+    else:
+        # Rows/columns past the edge of C wrap onto valid ones: their loads stay in bounds with
+        # no mask, and their results are dropped by the masked store. No contiguity hint is
+        # added: Triton's own analysis of `x % N` already proves runs of 16 when N % 16 == 0,
+        # while a max_contiguous(BN) hint would be false across the wrap and, for a strided
+        # view with N % 4 != 0, would turn wrapped lanes into misaligned 128-bit loads.
+        rm_load = rm % M
+        rn_load = rn % N
 
     a_ptrs = a_ptr + rm_load[:, None] * stride_am + rk[None, :] * stride_ak
     b_ptrs = b_ptr + rk[:, None] * stride_bk + rn_load[None, :] * stride_bn
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, tl.cdiv(K, BK)):
         if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
+            if MASK_MN:
+                a = tl.load(a_ptrs, mask=a_in, other=0.0)
+                b = tl.load(b_ptrs, mask=b_in, other=0.0)
+            else:
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
         else:
             k_left = K - k0 * BK  # the last K tile is partial: masked lanes read 0
-            a = tl.load(a_ptrs, mask=rk[None, :] < k_left, other=0.0)
-            b = tl.load(b_ptrs, mask=rk[:, None] < k_left, other=0.0)
+            if MASK_MN:
+                a = tl.load(a_ptrs, mask=a_in & (rk[None, :] < k_left), other=0.0)
+                b = tl.load(b_ptrs, mask=b_in & (rk[:, None] < k_left), other=0.0)
+            else:
+                a = tl.load(a_ptrs, mask=rk[None, :] < k_left, other=0.0)
+                b = tl.load(b_ptrs, mask=rk[:, None] < k_left, other=0.0)
         acc = tl.dot(a, b, acc, input_precision="ieee")
         a_ptrs += BK * stride_ak
         b_ptrs += BK * stride_bk
@@ -158,12 +209,23 @@ def check_operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -
     return out
 
 
+def edge_scheme(mask_mn: bool | None) -> bool:
+    """The kernel's ``MASK_MN`` for a launcher argument: None means :data:`MASK_MN`."""
+    if mask_mn is None:
+        return MASK_MN
+    if not isinstance(mask_mn, bool):
+        raise ValueError(f"mask_mn must be True, False or None, got {mask_mn!r}")
+    return mask_mn
+
+
 def launch_tiled(a, b, out, BM: int, BN: int, BK: int, num_warps: int, num_stages: int = 1,
-                 group_m: int = ROW_MAJOR):
+                 group_m: int = ROW_MAJOR, mask_mn: bool | None = None):
     """``out = a @ b`` with :func:`tiled_matmul_kernel` on one BM x BN x BK tile configuration.
 
-    ``out`` None allocates the result; the result is returned either way.
+    ``out`` None allocates the result; the result is returned either way. ``mask_mn`` picks the
+    edge scheme (True: masked M/N loads, False: wrapped rows/columns; None: :data:`MASK_MN`).
     """
+    mask_mn = edge_scheme(mask_mn)
     out = check_operands(a, b, out)
     M, K = a.shape
     N = b.shape[1]
@@ -172,32 +234,55 @@ def launch_tiled(a, b, out, BM: int, BN: int, BK: int, num_warps: int, num_stage
         a, b, out,
         M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-        BM=BM, BN=BN, BK=BK, GROUP_M=group_m, EVEN_K=even_k(K, BK),
+        BM=BM, BN=BN, BK=BK, GROUP_M=group_m, EVEN_K=even_k(K, BK), MASK_MN=mask_mn,
         num_warps=num_warps, num_stages=num_stages,
     )
     return out
 
 
+def padded_strides(spec, ld: int | None):
+    """``spec`` (a ``triton_kernels.aot.KernelSpec``) with the row strides of A, B and C set to
+    ``ld`` elements: padded row-major storage, as a view ``torch.empty(rows, ld)[:, :cols]``
+    launches. None leaves the contiguous strides. An ``ld`` shorter than a row is a ValueError."""
+    if ld is None:
+        return spec
+    args = spec.args
+    if ld < max(args["K"], args["N"]):
+        raise ValueError(f"ld = {ld} is shorter than a row (K = {args['K']}, N = {args['N']})")
+    args.update(stride_am=ld, stride_bk=ld, stride_cm=ld)
+    return spec
+
+
 def aot_spec(*, BM: int, BN: int, BK: int, num_warps: int, num_stages: int,
-             shape: tuple[int, int, int] | None = None, group_m: int = ROW_MAJOR):
-    """What :mod:`triton_kernels.aot` needs to compile this kernel for one tile, with no GPU."""
+             shape: tuple[int, int, int] | None = None, group_m: int = ROW_MAJOR,
+             mask_mn: bool | None = None, ld: int | None = None):
+    """What :mod:`triton_kernels.aot` needs to compile this kernel for one tile, with no GPU.
+
+    ``mask_mn``: the edge scheme (None: :data:`MASK_MN`); ``ld``: the leading dimension of A, B
+    and C for padded storage (None: contiguous).
+    """
     from triton_kernels.aot import DEFAULT_SHAPE, matmul_spec
 
     K = (shape or DEFAULT_SHAPE)[2]
-    meta = dict(BM=BM, BN=BN, BK=BK, GROUP_M=group_m, EVEN_K=even_k(K, BK))
-    return matmul_spec(tiled_matmul_kernel, meta, num_warps=num_warps, num_stages=num_stages,
-                       shape=shape)
+    meta = dict(BM=BM, BN=BN, BK=BK, GROUP_M=group_m, EVEN_K=even_k(K, BK), MASK_MN=edge_scheme(mask_mn))
+    return padded_strides(
+        matmul_spec(tiled_matmul_kernel, meta, num_warps=num_warps, num_stages=num_stages, shape=shape), ld
+    )
 
 
 def twin(BM: int, BN: int, BK: int, num_warps: int):
     """``matmul`` and ``aot_spec`` of a twin that pins this block tile and warp count."""
 
-    def matmul(a, b, out=None, num_stages: int = 1):
-        """``out = a @ b`` (FP32) with this twin's tile; ``num_stages`` > 1 turns on pipelining."""
-        return launch_tiled(a, b, out, BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages)
+    def matmul(a, b, out=None, num_stages: int = 1, mask_mn: bool | None = None):
+        """``out = a @ b`` (FP32) with this twin's tile; ``num_stages`` > 1 turns on pipelining,
+        ``mask_mn`` picks the edge scheme (None: the default, :data:`MASK_MN`)."""
+        return launch_tiled(a, b, out, BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages,
+                            mask_mn=mask_mn)
 
-    def twin_aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
+    def twin_aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None,
+                      mask_mn: bool | None = None, ld: int | None = None):
         """Kernel, representative arguments and options for ``aot.compile_sass_target``."""
-        return aot_spec(BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages, shape=shape)
+        return aot_spec(BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages, shape=shape,
+                        mask_mn=mask_mn, ld=ld)
 
     return matmul, twin_aot_spec

@@ -26,7 +26,9 @@ def _line(i: int) -> str:
 def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
     """Refuse ``rows`` (a results table) if any row could give a wrong number.
 
-    Rules: known kernel ids; positive whole dimensions within 32 bits; a shape the kernel accepts;
+    Rules: known kernel ids; positive whole dimensions within 32 bits; a leading dimension
+    (``ld``, where a row has one: padded operands) that is a whole number no shorter than a row of
+    A, B or C (at least K and N), for a kernel that takes padded operands; a shape the kernel accepts;
     one row per (experiment, label, kernel, M, N, K) (per (kernel, M, N, K) without experiments);
     a time that is finite, positive and at most a day; no time faster than the GPU's FP32 peak;
     a row without a time only where the kernel failed its check (a ``rel_err`` above the tolerance,
@@ -54,6 +56,25 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
                 f"{ledgers.MAX_DIM}, got {ledgers.plain(rows[d].iat[i])}"
             )
         dims[d] = v.astype("int64")
+    if "ld" in rows.columns:
+        text = rows["ld"].astype(str).str.strip()
+        given = ~(rows["ld"].isna() | text.isin(["", "nan"]))
+        ld = pd.to_numeric(rows["ld"], errors="coerce")
+        row_len = np.maximum(dims["N"], dims["K"])
+        bad = given & (~(ld >= row_len) | (ld != ld.round()) | (ld > ledgers.MAX_DIM))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(
+                f"{where} {_line(i)}: ld of {kernel.iat[i]} must be a whole number from max(N, K) = "
+                f"{max(dims['N'].iat[i], dims['K'].iat[i])} to {ledgers.MAX_DIM}, "
+                f"got {ledgers.plain(rows['ld'].iat[i])}"
+            )
+        for i in np.flatnonzero(given.to_numpy()):
+            shape = (int(dims["M"].iat[i]), int(dims["N"].iat[i]), int(dims["K"].iat[i]))
+            point = experiments.Point("", "", *shape, int(ld.iat[i]))
+            why = experiments.refusal(registry.get(kernel.iat[i]), point)
+            if why:
+                raise InputError(f"{where} {_line(i)}: {why}: a row it cannot have been measured for")
     for i in range(len(rows)):
         err = registry.get(kernel.iat[i]).constraint_error(
             int(dims["M"].iat[i]), int(dims["N"].iat[i]), int(dims["K"].iat[i])
