@@ -1,7 +1,9 @@
 """Checking and timing: relative error against float64 with NaN-poisoned outputs; CUDA-event medians.
 
 Every timed kernel is checked first on fresh random inputs; timing flushes the L2 between
-repetitions so no repetition reads what the previous one left in the cache.
+repetitions so no repetition reads what the previous one left in the cache. A measuring run
+starts by timing the device's bandwidth roofs (``bandwidth_roofs``, `docs/method.md#bandwidth-roof`):
+a read-only reduction over a buffer far larger than the L2, and a device-to-device copy.
 """
 
 from __future__ import annotations
@@ -105,3 +107,85 @@ def time_cuda(
     samples = [s.elapsed_time(e) for s, e in zip(starts, ends)]
     med, p20, p80 = quantiles(samples)
     return Timing(med, p20, p80, reps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bandwidth roofs (docs/method.md#bandwidth-roof)
+
+ROOF_MIN_BYTES = 2**30  # the buffer is at least 1 GiB ...
+ROOF_L2_FACTOR = 8  # ... and at least 8x the L2, so a repetition finds next to nothing of it cached
+ROOF_REPS = 20
+ROOF_WARMUP = 3
+
+
+@dataclass(frozen=True)
+class Bandwidth:
+    gbps: float  # bytes over the median time, GB/s = 1e9 bytes/s
+    p20_gbps: float  # bytes over the p80 time
+    p80_gbps: float  # bytes over the p20 time
+    reps: int
+    nbytes: int  # bytes counted per repetition
+
+
+def roof_buffer_bytes(l2_bytes: int | None) -> int:
+    """Bytes of the buffer the roofs stream: max(8 x L2, 1 GiB), a whole number of floats."""
+    n = max(ROOF_L2_FACTOR * int(l2_bytes or 0), ROOF_MIN_BYTES)
+    return n // 4 * 4
+
+
+def bandwidth(nbytes: int, times_ms: list[float]) -> Bandwidth:
+    """``nbytes`` per repetition over the median, p80 and p20 of ``times_ms``."""
+    med, p20, p80 = quantiles(times_ms)
+    per_s = lambda ms: nbytes / (ms / 1e3) / 1e9  # noqa: E731
+    return Bandwidth(per_s(med), per_s(p80), per_s(p20), len(times_ms), nbytes)
+
+
+def _event_times(fn: Callable[[], object], reps: int, warmup: int) -> list[float]:
+    """CUDA-event times (ms) of ``reps`` launches of ``fn`` after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for s, e in zip(starts, ends):
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def bandwidth_roofs(
+    l2_bytes: int | None, reps: int = ROOF_REPS, warmup: int = ROOF_WARMUP, seed: int = 0
+) -> tuple[Bandwidth, Bandwidth]:
+    """The measured read and copy bandwidth of the current CUDA device (`docs/method.md#bandwidth-roof`).
+
+    Read: ``torch.sum`` of a float32 buffer of ``roof_buffer_bytes(l2_bytes)`` random values into one
+    preallocated scalar, bytes = the buffer's size. Copy: the buffer copied into a second one of the
+    same size, bytes = twice the size (read + write). CUDA events, ``warmup`` launches untimed, the
+    median of ``reps`` (p20/p80 kept); no L2 flush: the buffer is 8 times the L2 or more. Both
+    buffers are freed before returning. InputError without a CUDA device; a device that cannot hold
+    the buffers raises torch's out-of-memory error."""
+    if not torch.cuda.is_available():
+        from study.errors import InputError
+
+        raise InputError("no CUDA device: the bandwidth roofs cannot be measured")
+    if reps < 10:
+        raise ValueError(f"the bandwidth roofs take the median of at least 10 repetitions, got {reps}")
+    nbytes = roof_buffer_bytes(l2_bytes)
+    try:
+        read, copy = _roof_times(nbytes, reps, warmup, seed)
+    finally:  # the buffers died with _roof_times' frame: hand their memory back
+        torch.cuda.empty_cache()
+    return bandwidth(nbytes, read), bandwidth(2 * nbytes, copy)
+
+
+def _roof_times(nbytes: int, reps: int, warmup: int, seed: int) -> tuple[list[float], list[float]]:
+    """Event times of the read (a sum into one scalar) and of the copy, over fresh buffers."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    src = torch.rand(nbytes // 4, device="cuda", dtype=torch.float32, generator=g)
+    acc = torch.empty((), device="cuda", dtype=torch.float32)
+    read = _event_times(lambda: torch.sum(src, dim=0, out=acc), reps, warmup)
+    dst = torch.empty_like(src)
+    copy = _event_times(lambda: dst.copy_(src), reps, warmup)
+    return read, copy

@@ -2,7 +2,10 @@
 
 Everything here is read from the device or from a JSON file written from the device; no GPU is
 hard-coded. The three formulas below (FP32 peak, DRAM peak, cadence floor) are the only
-definitions of those figures in the project; ``study.derive.ledgers`` uses them.
+definitions of those figures in the project; ``study.derive.ledgers`` uses them. The measured
+bandwidth roofs (`docs/method.md#bandwidth-roof`: a plain device read and a device-to-device
+copy, timed by ``study.bench.bandwidth_roofs`` when a measuring run starts) are optional fields:
+a description without them (a replay, an older run) is still whole.
 """
 
 from __future__ import annotations
@@ -42,7 +45,14 @@ def cadence_floor(lanes_per_sm: int) -> float:
 
 
 _REQUIRED = ("name", "sms", "fp32_lanes_per_sm", "sm_clock_mhz", "mem_clock_mhz", "bus_width_bits")
-_OPTIONAL_NUMBERS = ("sampled_sm_clock_mhz", "l2_bytes")
+# the measured bandwidth roofs (docs/method.md#bandwidth-roof), GB/s = 1e9 bytes/s: median and
+# p20/p80 over the repetitions, and the bytes of the buffer read
+ROOF_FIELDS = (
+    "read_gbps", "read_p20_gbps", "read_p80_gbps", "copy_gbps", "copy_p20_gbps", "copy_p80_gbps",
+    "roof_buffer_bytes",
+)
+_OPTIONAL_NUMBERS = ("sampled_sm_clock_mhz", "l2_bytes") + ROOF_FIELDS
+_WHOLE_NUMBERS = ("sms", "fp32_lanes_per_sm", "bus_width_bits", "l2_bytes", "roof_buffer_bytes")
 
 
 @dataclass
@@ -56,6 +66,14 @@ class GPU:
     sampled_sm_clock_mhz: float | None = None  # median clock sampled during the run
     l2_bytes: int | None = None
     cc: str | None = None  # compute capability, e.g. "9.0"
+    # measured when the run started (docs/method.md#bandwidth-roof); None when not measured
+    read_gbps: float | None = None  # a read-only reduction over the buffer: the measured read roof
+    read_p20_gbps: float | None = None
+    read_p80_gbps: float | None = None
+    copy_gbps: float | None = None  # a device-to-device copy, read + write bytes counted
+    copy_p20_gbps: float | None = None
+    copy_p80_gbps: float | None = None
+    roof_buffer_bytes: int | None = None
 
     def peak_gflops(self, clock_mhz: float | None = None) -> float:
         return fp32_peak_gflops(self.sms, self.fp32_lanes_per_sm, clock_mhz or self.sm_clock_mhz)
@@ -68,6 +86,17 @@ class GPU:
 
     def with_sampled_clock(self, mhz: float | None) -> GPU:
         return replace(self, sampled_sm_clock_mhz=mhz)
+
+    def roofs(self) -> dict:
+        """The measured bandwidth roofs this description holds (``ROOF_FIELDS`` that are set)."""
+        return {k: getattr(self, k) for k in ROOF_FIELDS if getattr(self, k) is not None}
+
+    def with_roofs(self, roofs: dict) -> GPU:
+        """This GPU with the measured bandwidth roofs ``roofs`` (keys of ``ROOF_FIELDS``)."""
+        unknown = sorted(set(roofs) - set(ROOF_FIELDS))
+        if unknown:
+            raise ValueError(f"not bandwidth roof fields: {', '.join(unknown)}")
+        return replace(self, **roofs)
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -89,7 +118,7 @@ class GPU:
         for key in _REQUIRED[1:] + _OPTIONAL_NUMBERS:
             if key in _REQUIRED or data.get(key) is not None:
                 values[key] = _positive(data[key], key, where)
-        for key in ("sms", "fp32_lanes_per_sm", "bus_width_bits", "l2_bytes"):
+        for key in _WHOLE_NUMBERS:
             if key in values:
                 if values[key] != int(values[key]):
                     raise InputError(f"{where}: key {key!r} must be a whole number, got {data[key]!r}")

@@ -207,13 +207,16 @@ def measure(plan: Plan) -> int:
     rd = RunDir(plan.out)
     rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), plan.resume)
     rd.create()
+    gpu = bandwidth_roofs(gpu, rd, bench)
     if not rd.has(rundir.GPU):
         gpu.to_json(rd.file(rundir.GPU))  # which GPU this directory holds, before the first row
     run_id = results.new_run_id()
     prov = results.provenance(gpu, run_id)
+    read = f", measured read {gpu.read_gbps / 1e3:.2f} TB/s" if gpu.read_gbps else ", read not measured"
     say(
         f"{gpu.name}: {gpu.sms} SMs, {gpu.sm_clock_mhz} MHz max SM clock, FP32 peak "
-        f"{gpu.peak_gflops() / 1e3:.1f} TFLOP/s, DRAM {gpu.dram_gbps() / 1e3:.2f} TB/s; run {run_id}"
+        f"{gpu.peak_gflops() / 1e3:.1f} TFLOP/s, DRAM {gpu.dram_gbps() / 1e3:.2f} TB/s (datasheet){read}; "
+        f"run {run_id}"
     )
 
     failed = measure.correctness_sweep(plan.kernels, bench)
@@ -264,6 +267,38 @@ def measure(plan: Plan) -> int:
 
 
 # --- steps ---------------------------------------------------------------------------------------
+
+
+def bandwidth_roofs(gpu, rd: RunDir, bench):
+    """``gpu`` with the run's measured bandwidth roofs (docs/method.md#bandwidth-roof), recorded in
+    gpu.json before the first row. A run being continued keeps the roofs its gpu.json records: they
+    are never re-measured into another value; one that records none measures them now and adds
+    them. A device that cannot be measured (no CUDA, out of memory) leaves them unset, with one line."""
+    from study.errors import first_line
+    from study.gpu import GPU
+
+    path = rd.file(rundir.GPU)
+    held = GPU.from_json(path) if rd.holds_rows() and rd.has(rundir.GPU) else None
+    if held is not None and held.roofs():
+        say(f"--resume: keeping the bandwidth roofs recorded in {path} (measured when the run started)")
+        return gpu.with_roofs(held.roofs())
+    t0 = time.time()
+    try:
+        read, copy = bench.bandwidth_roofs(gpu.l2_bytes)
+    except (InputError, RuntimeError) as e:  # torch's out-of-memory and CUDA errors are RuntimeErrors
+        say(f"bandwidth roofs not measured ({first_line(e)}): % of the read roof stays blank in this run")
+        return gpu
+    roofs = {
+        "read_gbps": read.gbps, "read_p20_gbps": read.p20_gbps, "read_p80_gbps": read.p80_gbps,
+        "copy_gbps": copy.gbps, "copy_p20_gbps": copy.p20_gbps, "copy_p80_gbps": copy.p80_gbps,
+        "roof_buffer_bytes": read.nbytes,
+    }
+    say(
+        f"bandwidth roofs ({read.nbytes / 2**30:.2f} GiB buffer, median of {read.reps}, "
+        f"{time.time() - t0:.1f} s): read {read.gbps:,.0f} GB/s, copy {copy.gbps:,.0f} GB/s"
+    )
+    (held or gpu).with_roofs(roofs).to_json(path)  # recorded before the first row
+    return gpu.with_roofs(roofs)
 
 
 def sass_tables(plan: Plan, arch: str, configs: dict):

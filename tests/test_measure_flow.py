@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 import torch
 
+from study import bench, measure, run
 from study import gpu as gpu_mod
-from study import measure, run
 
 H200 = dict(name="Test GPU", sms=132, fp32_lanes_per_sm=128, sm_clock_mhz=1980.0, mem_clock_mhz=3201.0,
             bus_width_bits=6016, l2_bytes=60 * 2**20, cc="9.0")
@@ -30,6 +30,9 @@ def no_device(monkeypatch):
     monkeypatch.setattr("study.bench.L2Flush", lambda l2: (lambda: None))
     monkeypatch.setattr(measure, "correctness_sweep", lambda chosen, bench: {})
     monkeypatch.setattr(measure, "measure_one", fake_measure_one)
+    # the bandwidth measurement at the start of a run: 1 GiB read in 0.25 ms, copied in 0.5 ms
+    monkeypatch.setattr("study.bench.bandwidth_roofs", lambda l2: (
+        bench.bandwidth(2**30, [0.25] * 10), bench.bandwidth(2**31, [0.5] * 10)))
 
 
 def test_measure_writes_rows_ledgers_model_and_report(no_device, tmp_path):
@@ -37,8 +40,12 @@ def test_measure_writes_rows_ledgers_model_and_report(no_device, tmp_path):
                      "--no-sass"])
     assert run.measure(plan) == 0
     rows = pd.read_csv(tmp_path / "data" / "results.csv")
-    # 5 kernels (K0 added) x 3 points; K6 runs 4100^3 where the others run 4097^3
-    assert len(rows) == 15 and set(rows["gpu"]) == {"Test GPU"}
+    # 5 kernels (K0 added) x 5 points (main, n = 4096, 4097, 4100 and 4097 on rows of 4112), less
+    # the 4 CUDA kernels at the padded point (contiguous operands only); K6 runs 4100^3 where the
+    # others run 4097^3
+    assert len(rows) == 5 * 5 - 4 and set(rows["gpu"]) == {"Test GPU"}
+    recorded = gpu_mod.GPU.from_json(tmp_path / "data" / "gpu.json")
+    assert recorded.read_gbps == pytest.approx(2**30 / 0.25e-3 / 1e9)  # 4294.97 GB/s
     assert rows.query("kernel == 'K6' and label == 'n=4097'")[["M", "N", "K"]].values.tolist() == [[4100] * 3]
     led = pd.read_csv(tmp_path / "data" / "ledgers.csv")
     k3 = led.query("kernel == 'K3' and experiment == 'main'").iloc[0]

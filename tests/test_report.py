@@ -53,12 +53,28 @@ HEADINGS = [
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def make_run(tmp: Path, files: list[str], seed: bool = True) -> Path:
-    """A run directory holding the fixture's ``files``, derived (with the seed replay if ``seed``)."""
+def add_stride_extras(data: Path) -> None:
+    """The stride experiment's n = 4100 and padded (ld = 4112) rows of tests/fixtures/strides
+    appended to ``data/results.csv`` (each a copy of the kernel's n = 4097 row with its own label,
+    shape, ld and time), and that fixture's load widths as ``sass_strides.csv``."""
+    extras = FIXTURE.parent / "strides"
+    shutil.copy(extras / "sass_strides.csv", data / "sass_strides.csv")
+    res = pd.read_csv(data / "results.csv", dtype={"label": str})
+    template = res[(res["experiment"] == "strides") & (res["label"] == "n=4097")].set_index("kernel")
+    new = [{**template.loc[r["kernel"]].to_dict(), **r, "experiment": "strides"}
+           for r in pd.read_csv(extras / "extra_rows.csv", dtype={"label": str}).to_dict("records")]
+    pd.concat([res, pd.DataFrame(new)], ignore_index=True).to_csv(data / "results.csv", index=False)
+
+
+def make_run(tmp: Path, files: list[str], seed: bool = True, stride_extras: bool = False) -> Path:
+    """A run directory holding the fixture's ``files`` (with the stride extras if asked), derived
+    (with the seed replay if ``seed``)."""
     data = tmp / "data"
     data.mkdir(parents=True)
     for name in files:
         shutil.copy(FIXTURE / name, data / name)
+    if stride_extras:
+        add_stride_extras(data)
     derive.derive(RunDir(tmp), seed=RunDir(REPO / "reports") if seed else None, note=False)
     return tmp
 
@@ -80,7 +96,7 @@ def sections(text: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def full(tmp_path_factory):
-    out = make_run(tmp_path_factory.mktemp("full"), DATA_FILES)
+    out = make_run(tmp_path_factory.mktemp("full"), DATA_FILES, stride_extras=True)
     path = report.render(out, measured=False)
     return out, path.read_text()
 

@@ -90,6 +90,32 @@ def attainment_pct(gflops_: float, roof: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
+# Bandwidth against the roofs (docs/method.md#bandwidth-roof): the bytes any kernel must move,
+# over its time, against the measured read roof and the datasheet DRAM peak.
+
+
+def bytes_once(M: int, N: int, K: int) -> float:
+    """A and B read once, C written once, 4 bytes each: 4(MK + KN + MN), the least DRAM traffic
+    of any kernel when the L2 starts empty."""
+    return 4.0 * (M * K + K * N + M * N)
+
+
+def b_share(M: int, N: int, K: int) -> float:
+    """The part of ``bytes_once`` that is B: KN / (MK + KN + MN)."""
+    return K * N / (M * K + K * N + M * N)
+
+
+def gbps(nbytes: float, ms: float) -> float:
+    """Bytes moved per second, in GB/s (1e9 bytes/s)."""
+    return nbytes / (ms / 1e3) / 1e9
+
+
+def pct_of_bandwidth(gbps_: float, roof_gbps: float | None) -> float:
+    """100 x GB/s over a bandwidth roof; NaN when the roof is unknown (not measured)."""
+    return 100 * gbps_ / roof_gbps if roof_gbps else NAN
+
+
+# ---------------------------------------------------------------------------------------------
 # Measured figures (the one measured input is the time).
 
 
@@ -143,11 +169,12 @@ INSTRUCTION_COLUMNS = (
 )
 BYTE_COLUMNS = ("bytes_per_out", "ai", "roof_gflops", "attainment_pct")
 MODEL_COLUMNS = ("predicted_cadence", "model_error_pct")
+ROOF_COLUMNS = ("bytes_once", "gbps_once", "read_gbps", "pct_read_roof", "dram_gbps", "pct_dram_peak")
 MEASURED_COLUMNS = (
     "impl", "gflops", "pct_peak", "pct_cublas", "cadence", "cadence_floor", "sampled_clock_mhz",
     "pct_peak_sampled", "cadence_sampled",
 )
-COMPUTED_COLUMNS = MEASURED_COLUMNS + INSTRUCTION_COLUMNS + BYTE_COLUMNS + MODEL_COLUMNS
+COMPUTED_COLUMNS = MEASURED_COLUMNS + INSTRUCTION_COLUMNS + BYTE_COLUMNS + MODEL_COLUMNS + ROOF_COLUMNS
 
 
 def kernel_map(kernels=None) -> dict[str, Kernel]:
@@ -262,6 +289,8 @@ def ledger_table(
     The main caliber is the device-reported max clock; ``*_sampled`` columns use the sampled
     clock (the row's ``sm_clock_mhz``, else ``gpu.sampled_sm_clock_mhz``; NaN when neither).
     ``predicted_cadence`` and ``model_error_pct`` stay NaN here: ``study.derive.model.apply`` fills them.
+    Every row, cuBLAS's too, carries the bandwidth of its bytes moved once against the measured
+    read roof (``gpu.read_gbps``; NaN when the run did not measure it) and the datasheet DRAM peak.
     Counted kernels (the CUDA ones, and T1, which has K2's no-reuse ledger) carry the ledgers
     their counts give; other Triton kernels the byte ledger from their tile (their instruction
     ledger comes from SASS); cuBLAS only the measured figures.
@@ -277,6 +306,7 @@ def ledger_table(
 
     peak = gpu.peak_gflops()
     bw = gpu.dram_gbps()
+    read_bw = float(gpu.read_gbps) if gpu.read_gbps else NAN
     floor = gpu.cadence_floor()
     if "sm_clock_mhz" in t.columns:
         sampled = pd.to_numeric(t["sm_clock_mhz"], errors="coerce")
@@ -322,6 +352,13 @@ def ledger_table(
             a = ai(K, out["bytes_per_out"])
             roof = roof_gflops(a, bw)
             out.update(ai=a, roof_gflops=roof, attainment_pct=attainment_pct(g, roof))
+        once = bytes_once(M, N, K)
+        moved = gbps(once, ms)
+        out.update(
+            bytes_once=once, gbps_once=moved,
+            read_gbps=read_bw, pct_read_roof=pct_of_bandwidth(moved, read_bw),
+            dram_gbps=bw, pct_dram_peak=pct_of_bandwidth(moved, bw),
+        )
         rows.append(out)
 
     df = pd.concat([t, pd.DataFrame(rows, index=t.index)], axis=1)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from study import experiments
 from study import kernels as registry
 from study.derive import ledgers, model
 from study.errors import InputError
@@ -63,9 +64,12 @@ TWIN_COLUMNS = [
     "unpipelined_gflops",
     "pipelined",
     "pipelined_gflops",
+    "gluon",
+    "gluon_gflops",
     "cublas_gflops",
     "ratio_unpipelined",
     "ratio_pipelined",
+    "ratio_gluon",
 ]
 
 
@@ -79,8 +83,9 @@ def twins(ledger: pd.DataFrame) -> pd.DataFrame:
         twins_ = registry.twins_of(c.id)
         if not twins_ or c.id not in main:
             continue
-        u = next((t for t in twins_ if (t.num_stages or 1) == 1 and t.id in main), None)
-        p = next((t for t in twins_ if (t.num_stages or 1) > 1 and t.id in main), None)
+        u = next((t for t in twins_ if (t.num_stages or 1) == 1 and not t.gluon and t.id in main), None)
+        p = next((t for t in twins_ if (t.num_stages or 1) > 1 and not t.gluon and t.id in main), None)
+        g = next((t for t in twins_ if t.gluon and t.id in main), None)
         cg = main[c.id]["gflops"]
         rows.append(
             {
@@ -92,9 +97,12 @@ def twins(ledger: pd.DataFrame) -> pd.DataFrame:
                 "unpipelined_gflops": main[u.id]["gflops"] if u else NAN,
                 "pipelined": p.id if p else "",
                 "pipelined_gflops": main[p.id]["gflops"] if p else NAN,
+                "gluon": g.id if g else "",
+                "gluon_gflops": main[g.id]["gflops"] if g else NAN,
                 "cublas_gflops": base["gflops"] if base is not None else NAN,
                 "ratio_unpipelined": ledgers.twin_ratio(main[u.id]["gflops"], cg) if u else NAN,
                 "ratio_pipelined": ledgers.twin_ratio(main[p.id]["gflops"], cg) if p else NAN,
+                "ratio_gluon": ledgers.twin_ratio(main[g.id]["gflops"], cg) if g else NAN,
             }
         )
     return pd.DataFrame(rows, columns=TWIN_COLUMNS)
@@ -225,19 +233,39 @@ STRIDE_COLUMNS = [
     "pair",
     "pair_ratio_a",
     "pair_ratio_b",
+    "M_c",
+    "N_c",
+    "K_c",
+    "ms_c",
+    "ratio_c",
+    "ratio_c_b",
+    "ld_d",
+    "ms_d",
+    "ratio_d",
+    "ratio_d_b",
+    "why",
 ]
 
 
 def strides(ledger: pd.DataFrame) -> pd.DataFrame:
-    """Per kernel timed at both stride points: the two times, their ratio (b over a), the change in
-    percent and the speed-up (a over b). ``at_other_shape`` marks a kernel measured at another shape
-    than the rest (an aligned one). The uncoalesced request-ledger kernel carries its time ratio to
-    the coalesced one (``pair``) at both points: what coalescing is worth with and without the
-    power-of-two stride."""
+    """Per kernel timed at both stride points (a: the power-of-two stride n = 4096, b: n = 4097): the
+    two times, their ratio (b over a), the change in percent and the speed-up (a over b).
+    ``at_other_shape`` marks a kernel measured at another shape than the rest (an aligned one). The
+    uncoalesced request-ledger kernel carries its time ratio to the coalesced one (``pair``) at both
+    points: what coalescing is worth with and without the power-of-two stride.
+
+    Beside them (NaN where the run has no such row): (c) n = 4100, a multiple of 4 but not of 16,
+    its shape and time, ``ratio_c`` its time over a's and ``ratio_c_b`` over b's; (d) n = 4097 on
+    padded storage (rows ``ld_d`` elements apart), ``ratio_d`` its time over a's and ``ratio_d_b``
+    over b's (below 1: the padding pays). ``why`` says why a kernel cannot run d
+    (``experiments.refusal``: contiguous operands only), "" where it can."""
     la, lb = stride_labels()
+    pc, pd_ = experiments.stride_extras()
     df = experiment_rows(ledger, "strides")
     a = by_kernel(df[df["label"].astype(str) == la])
     b = by_kernel(df[df["label"].astype(str) == lb])
+    c = by_kernel(df[df["label"].astype(str) == pc.label])
+    d = by_kernel(df[df["label"].astype(str) == pd_.label])
     both = sorted(set(a) & set(b), key=order)
     if not both:
         return pd.DataFrame(columns=STRIDE_COLUMNS)
@@ -250,6 +278,8 @@ def strides(ledger: pd.DataFrame) -> pd.DataFrame:
         ra, rb = a[kid], b[kid]
         ratio = rb["ms"] / ra["ms"]
         pair = second if kid == first and second in both else ""
+        rc, rd = c.get(kid), d.get(kid)
+        refused = experiments.refusal(registry.get(kid), pd_)
         rows.append(
             {
                 "kernel": kid,
@@ -269,19 +299,68 @@ def strides(ledger: pd.DataFrame) -> pd.DataFrame:
                 "pair": pair,
                 "pair_ratio_a": ra["ms"] / a[pair]["ms"] if pair else NAN,
                 "pair_ratio_b": rb["ms"] / b[pair]["ms"] if pair else NAN,
+                "M_c": rc.M if rc is not None else NAN,
+                "N_c": rc.N if rc is not None else NAN,
+                "K_c": rc.K if rc is not None else NAN,
+                "ms_c": rc["ms"] if rc is not None else NAN,
+                "ratio_c": rc["ms"] / ra["ms"] if rc is not None else NAN,
+                "ratio_c_b": rc["ms"] / rb["ms"] if rc is not None else NAN,
+                "ld_d": pd_.ld if rd is not None else NAN,
+                "ms_d": rd["ms"] if rd is not None else NAN,
+                "ratio_d": rd["ms"] / ra["ms"] if rd is not None else NAN,
+                "ratio_d_b": rd["ms"] / rb["ms"] if rd is not None else NAN,
+                "why": refused or "",
             }
         )
     return pd.DataFrame(rows, columns=STRIDE_COLUMNS)
 
 
 SHAPE_COLUMNS = ["label", "M", "N", "K", "first", "last", "speedup", "cublas_gflops"]
+# the bandwidth roof per shape (docs/method.md#bandwidth-roof): the kernel that moves the shape's
+# bytes fastest, against the measured read roof and the datasheet DRAM peak
+SHAPE_ROOF_COLUMNS = [
+    "kernel", "fastest_ms", "bytes_once", "b_share", "b_dominates_at", "b_dominates", "gbps_once",
+    "read_gbps", "pct_read_roof", "dram_gbps", "pct_dram_peak",
+]
+B_DOMINATES = 0.9  # a shape whose bytes are at least this share B: reading B sets its time
+
+
+def shape_roof(rows: pd.DataFrame) -> dict:
+    """The bandwidth roof at one shape (docs/method.md#shape-roof): of ``rows`` (ledger rows of one
+    label), the one that moves its bytes fastest (highest ``gbps_once``; at one shape, the fastest
+    kernel), its time, bytes, B's share of them, and its % of the measured read roof (NaN when the
+    run did not measure it) and of the datasheet DRAM peak."""
+    moved = pd.to_numeric(rows["gbps_once"], errors="coerce") if "gbps_once" in rows.columns else None
+    if moved is None or not moved.notna().any():
+        return {c: NAN for c in SHAPE_ROOF_COLUMNS} | {
+            "kernel": "", "b_dominates_at": B_DOMINATES, "b_dominates": False
+        }
+    r = rows.loc[moved.idxmax()]
+    M, N, K = int(r["M"]), int(r["N"]), int(r["K"])
+    share = ledgers.b_share(M, N, K)
+    return {
+        "kernel": str(r["kernel"]),
+        "fastest_ms": float(r["ms"]),
+        "bytes_once": float(r["bytes_once"]),
+        "b_share": share,
+        "b_dominates_at": B_DOMINATES,
+        "b_dominates": bool(share >= B_DOMINATES),
+        "gbps_once": float(r["gbps_once"]),
+        "read_gbps": float(r["read_gbps"]),
+        "pct_read_roof": float(r["pct_read_roof"]),
+        "dram_gbps": float(r["dram_gbps"]),
+        "pct_dram_peak": float(r["pct_dram_peak"]),
+    }
 
 
 def shapes(ledger: pd.DataFrame) -> pd.DataFrame:
-    """Per shape of E3: the speed-up of the last CUDA rung timed over the first, and cuBLAS's GFLOP/s."""
+    """Per shape of E3: the speed-up of the last CUDA rung timed over the first, cuBLAS's GFLOP/s,
+    and the bandwidth roof there (``shape_roof``: the fastest kernel's bytes moved once against the
+    measured read roof and the datasheet DRAM peak)."""
+    columns = SHAPE_COLUMNS + SHAPE_ROOF_COLUMNS
     df = experiment_rows(ledger, "shapes")
     if df.empty:
-        return pd.DataFrame(columns=SHAPE_COLUMNS)
+        return pd.DataFrame(columns=columns)
     timed = set(df["kernel"].astype(str))
     ladder = [k.id for k in registry.cuda_ladder() if k.id in timed] or [k.id for k in registry.cuda_ladder()]
     first, last = ladder[0], ladder[-1]  # the first and the last rung this run timed
@@ -304,9 +383,10 @@ def shapes(ledger: pd.DataFrame) -> pd.DataFrame:
                 "last": last,
                 "speedup": up,
                 "cublas_gflops": cub,
+                **shape_roof(df[df["label"].astype(str) == lab]),
             }
         )
-    return pd.DataFrame(rows, columns=SHAPE_COLUMNS)
+    return pd.DataFrame(rows, columns=columns)
 
 
 SIZE_COLUMNS = ["n", "footprint_bytes", "inside_l2", "n_at_l2"]

@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 
+from study import experiments
 from study import kernels as registry
 from study.report.figures import figref
 from study.report.load import NOT_IN_RUN, Run
 from study.report.md import (
+    col,
     experiment_rows,
     labels_in,
     md,
@@ -122,11 +124,79 @@ def section_shapes(run: Run) -> list[str]:
                 + ".",
                 "",
             ]
+        lines += shape_roof_lines(sh)
     return lines + figref(run, "shapes")
+
+
+def shape_roof_lines(sh) -> list[str]:
+    """E3's bandwidth roof (docs/method.md#shape-roof): per shape, the fastest kernel's bytes moved
+    once against the measured read roof and the datasheet DRAM peak, and the finding for the shapes
+    whose bytes are mostly B. Nothing when the shapes table predates these columns."""
+    from study.report.sections.provenance import NOT_MEASURED
+
+    need = ("kernel", "fastest_ms", "bytes_once", "b_share", "gbps_once", "pct_read_roof", "pct_dram_peak")
+    if any(c not in sh.columns for c in need):
+        return []
+    sh = sh[np.isfinite(col(sh, "gbps_once"))]
+    if sh.empty:
+        return []
+
+    def read_pct(v) -> str:
+        return num(v, "{:.1f}%") if math.isfinite(v) else NOT_MEASURED
+
+    rows = [
+        [
+            f"{r['label']} ({shape(r['M'], r['N'], r['K'])})",
+            r["kernel"],
+            num(r["fastest_ms"], "{:.3f}"),
+            num(r["bytes_once"] / 1e6),
+            num(100 * r["b_share"], "{:.2f}%"),
+            num(r["gbps_once"], "{:,.0f}"),
+            read_pct(float(r["pct_read_roof"])),
+            num(r["pct_dram_peak"], "{:.1f}%"),
+        ]
+        for _, r in sh.iterrows()
+    ]
+    lines = [
+        "Bandwidth per shape: the bytes every kernel must move (A and B read once, C written once: "
+        "4(MK + KN + MN)) over the time of the kernel that moves them fastest, against the read "
+        "bandwidth measured when the run started (the read roof) and the datasheet DRAM peak.",
+        "",
+    ]
+    lines += md(
+        ["shape", "fastest", "ms", "MB moved", "B's share", "GB/s", "% of read roof", "% of DRAM peak"], rows
+    )
+    at = float(col(sh, "b_dominates_at").max())
+    share = f"{100 * at:.0f}%" if math.isfinite(at) else "most"
+    b = sh[col(sh, "b_dominates") == 1]
+    if b.empty:
+        return lines + [f"**Finding:** no shape of this run has B as {share} or more of its bytes.", ""]
+    parts = []
+    for _, r in b.iterrows():
+        dram = f"{r['pct_dram_peak']:.1f}% of the datasheet DRAM peak ({r['dram_gbps'] / 1e3:.2f} TB/s"
+        pct = (
+            f"{r['pct_read_roof']:.1f}% of the measured read bandwidth ({r['read_gbps'] / 1e3:.2f} TB/s) "
+            f"and {dram})"
+            if math.isfinite(float(r["pct_read_roof"]))
+            else f"{dram}; the measured read bandwidth: {NOT_MEASURED})"
+        )
+        parts.append(
+            f"{r['label']}: the fastest kernel, {r['kernel']}, moves its {r['bytes_once'] / 1e6:.1f} MB "
+            f"at {r['gbps_once']:,.0f} GB/s, {pct}"
+        )
+    finding = f"**Finding:** where B is {share} or more of the bytes moved: " + "; ".join(parts) + "."
+    return lines + [finding, ""]
+
+
+def _alignment(n: int) -> str:
+    if n % 4:
+        return "not a multiple of 4"
+    return "a multiple of 4 " + ("and of 16" if n % 16 == 0 else "but not of 16")
 
 
 def section_strides(run: Run) -> list[str]:
     la, lb = stride_labels()
+    pc, pd_ = experiments.stride_extras()
     tab = run.tables.get("strides")
     if tab is None:
         return missing("the stride experiment", "results.csv has no row with experiment = strides") + figref(
@@ -137,8 +207,22 @@ def section_strides(run: Run) -> list[str]:
         "a kernel that needs aligned sizes runs at the next aligned size, named in its row.",
         "",
     ]
-    rows = [
-        [
+    has_c = bool(col(tab, "ms_c").notna().any())
+    has_d = bool(col(tab, "ms_d").notna().any())
+    if has_c or has_d:
+        said = []
+        if has_c:
+            said.append(f"{spaced(pc.label)} is {_alignment(pc.M)}")
+        if has_d:
+            said.append(f"{spaced(pd_.label)} is {pd_.M}³ with the rows of A, B and C {pd_.ld} elements "
+                        "apart (the same matrices on padded storage)")
+        lines += ["; ".join(said) + f". Every time ratio is over the time at {spaced(la)}.", ""]
+    header = ["kernel", f"shape ({la})", "ms", f"shape ({lb})", "ms", "time ratio", "change"]
+    header += [f"shape ({pc.label})", "ms", "time ratio"] if has_c else []
+    header += [f"ms ({pd_.label})", "time ratio"] if has_d else []
+    rows = []
+    for _, r in tab.iterrows():
+        cells = [
             r["kernel"],
             shape(r.M_a, r.N_a, r.K_a),
             f"{r['ms_a']:.3f}",
@@ -147,12 +231,106 @@ def section_strides(run: Run) -> list[str]:
             f"{r['ratio']:.3f}",
             f"{r['change_pct']:+.1f}%",
         ]
-        for _, r in tab.iterrows()
-    ]
-    lines += md(["kernel", f"shape ({la})", "ms", f"shape ({lb})", "ms", "time ratio", "change"], rows)
+        if has_c:
+            timed = np.isfinite(float(r["ms_c"]))
+            cells += [shape(r.M_c, r.N_c, r.K_c) if timed else "–", num(r["ms_c"], "{:.3f}"),
+                      num(r["ratio_c"], "{:.3f}")]
+        if has_d:
+            refused = isinstance(r["why"], str) and r["why"].strip()
+            cells += ["contiguous operands only", "–"] if refused else [num(r["ms_d"], "{:.3f}"),
+                                                                       num(r["ratio_d"], "{:.3f}")]
+        rows.append(cells)
+    lines += md(header, rows)
+    absent = [spaced(p.label) for p, has in ((pc, has_c), (pd_, has_d)) if not has]
+    if absent:
+        lines += missing(" and ".join(absent), f"{NOT_IN_RUN} (results.csv has no row with "
+                         + ("this label" if len(absent) == 1 else "these labels") + ")")
     for s in _stride_findings(tab, la, lb):
         lines += [f"**Finding:** {s}", ""]
+    for s in _remedy_findings(tab, run.tables.get("stride_loads"), la, lb, pc if has_c else None,
+                              pd_ if has_d else None):
+        lines += [f"**Finding:** {s}", ""]
     return lines + _stride_mechanism(run) + figref(run, "strides")
+
+
+def _verb(subjects: list, verb: str) -> str:
+    """``verb`` agreeing with a list of kernel ids: "take" for several, "takes" for one."""
+    return verb if len(subjects) > 1 else verb + "s"
+
+
+def _loads_at(sl, kernels, s) -> dict:
+    """kernel -> (128-bit, 32-bit) main-loop global loads at shape ``s`` from the stride_loads
+    table; kernels whose row there is missing or refused are left out."""
+    out = {}
+    if sl is None:
+        return out
+    for r in sl.itertuples():
+        if r.kernel in kernels and (int(r.M), int(r.N), int(r.K)) == tuple(s):
+            if not (isinstance(r.error, str) and r.error):
+                out[r.kernel] = (float(r.loads_128), float(r.loads_32))
+    return out
+
+
+def _remedy_findings(tab, sl, la: str, lb: str, pc, pd_) -> list[str]:
+    """What n = 4100 and the padded storage say, from the stride table and the load widths."""
+    t = tab.set_index("kernel")
+    odd = [k for k in t.index if truthy(t.at[k, "at_other_shape"])]
+    tri = [k for k in t.index if t.at[k, "impl"] == "triton" and k not in odd]
+    base = registry.BASELINE.id
+    out = []
+    if pc is not None:
+        tc = [k for k in tri if np.isfinite(float(t.at[k, "ratio_c"]))]
+        al = [k for k in odd if np.isfinite(float(t.at[k, "ratio_c"]))]
+        if tc:
+            text = (
+                f"at {spaced(pc.label)} the Triton kernels take "
+                f"{ratio_range([float(t.at[k, 'ratio_c']) for k in tc])} their time at {spaced(la)}, "
+                f"as at {spaced(lb)} ({ratio_range([float(t.at[k, 'ratio']) for k in tc])})"
+            )
+            if al:
+                text += (f", where {', '.join(al)}, which {_verb(al, 'need')} multiples of 4 and "
+                         f"{_verb(al, 'run')} {spaced(pc.label)} for {spaced(lb)}, {_verb(al, 'take')} "
+                         f"{ratio_range([float(t.at[k, 'ratio_c']) for k in al])}")
+            if base in t.index and np.isfinite(float(t.at[base, "ratio_c"])):
+                text += f"; cuBLAS {float(t.at[base, 'ratio_c']):.2f}×"
+            a_shape = (int(t.at[tc[0], "M_a"]), int(t.at[tc[0], "N_a"]), int(t.at[tc[0], "K_a"]))
+            c_shape = (pc.M, pc.N, pc.K)
+            at_a, at_c = _loads_at(sl, tc, a_shape), _loads_at(sl, tc, c_shape)
+            lost = [k for k in tc if k in at_a and k in at_c and at_a[k][0] > 0 and at_c[k][0] == 0]
+            kept = [k for k, (w128, _) in _loads_at(sl, al, c_shape).items() if w128 > 0]
+            if lost:
+                text += (
+                    f". The mechanism is in the SASS below: {', '.join(lost)} "
+                    f"{_verb(lost, 'load')} with 128-bit instructions at {spaced(la)} and "
+                    f"with none at {spaced(pc.label)} "
+                    f"({ratio_range([at_c[k][1] for k in lost], '{:.0f}')} 32-bit loads per main loop "
+                    f"instead of {ratio_range([at_a[k][0] for k in lost], '{:.0f}')} 128-bit ones)"
+                    + (f", where {', '.join(kept)} {_verb(kept, 'keep')} "
+                       f"{'their' if len(kept) > 1 else 'its'} 128-bit loads" if kept else "")
+                    + ": Triton specialises an integer argument on divisibility by 16, so a row stride "
+                    f"that is {_alignment(pc.M)} gets the unaligned code"
+                )
+            elif not at_c:
+                text += (". Triton specialises an integer argument on divisibility by 16; the load widths "
+                         f"that would show it at {spaced(pc.label)} are {NOT_IN_RUN}")
+            out.append(text[0].upper() + text[1:] + ".")
+    if pd_ is not None:
+        td = [k for k in tri if np.isfinite(float(t.at[k, "ratio_d"]))]
+        refused = [k for k in t.index if isinstance(t.at[k, "why"], str) and t.at[k, "why"]]
+        if td:
+            faster = [k for k in td if float(t.at[k, "ratio_d_b"]) < 1]
+            text = (
+                f"On rows padded to {pd_.ld} elements ({spaced(pd_.label)}) the Triton kernels take "
+                f"{ratio_range([float(t.at[k, 'ratio_d_b']) for k in td])} their contiguous {spaced(lb)} "
+                f"time ({ratio_range([float(t.at[k, 'ratio_d']) for k in td])} their {spaced(la)} time; "
+                f"faster than contiguous for {len(faster)} of {len(td)})"
+            )
+            if base in t.index and np.isfinite(float(t.at[base, "ratio_d_b"])):
+                text += f"; cuBLAS {float(t.at[base, 'ratio_d_b']):.2f}× its contiguous {spaced(lb)} time"
+            if refused:
+                text += f"; {', '.join(refused)} {_verb(refused, 'take')} contiguous operands only"
+            out.append(text + ".")
+    return out
 
 
 def _widths(r) -> str:

@@ -1,11 +1,29 @@
-"""Provenance: the GPU, clocks, peaks, versions, commit and rows the report comes from."""
+"""Provenance: the GPU, clocks, peaks (the datasheet DRAM peak beside the bandwidth roofs measured
+when the run started, `docs/method.md#bandwidth-roof`), versions, commit and rows the report comes
+from."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from study.report.load import Run
-from study.report.md import gpu_name, prov
+from study.report.md import gpu_name, num, prov
+
+NOT_MEASURED = "not measured in this run"
+
+
+def roofs_text(g) -> str:
+    """The measured read and copy bandwidth of ``g`` as the Peaks line shows them; "not measured in
+    this run" where gpu.json records none."""
+    if not g.read_gbps:
+        return f"measured read bandwidth {NOT_MEASURED}"
+    text = f"measured read {g.read_gbps:,.1f} GB/s"
+    if g.read_p20_gbps and g.read_p80_gbps:
+        text += f" (p20–p80 {num(g.read_p20_gbps, '{:,.1f}')}–{num(g.read_p80_gbps, '{:,.1f}')})"
+    text += f", copy {g.copy_gbps:,.1f} GB/s (read + write)" if g.copy_gbps else f", copy {NOT_MEASURED}"
+    if g.roof_buffer_bytes:
+        text += f", over a {g.roof_buffer_bytes / 2**30:.2f} GiB buffer"
+    return text
 
 
 def section_provenance(run: Run, measured: bool) -> list[str]:
@@ -40,7 +58,7 @@ def section_provenance(run: Run, measured: bool) -> list[str]:
             + f"; memory clock {g.mem_clock_mhz:.0f} MHz, {g.bus_width_bits}-bit bus.",
             f"- **Peaks:** FP32 {g.peak_gflops():,.0f} GFLOP/s at the max clock"
             + (f", {g.peak_gflops(sampled):,.0f} GFLOP/s at the sampled clock" if sampled else "")
-            + f"; DRAM {g.dram_gbps():,.1f} GB/s"
+            + f"; DRAM {g.dram_gbps():,.1f} GB/s datasheet, {roofs_text(g)}"
             + f"; cadence floor {g.cadence_floor():.3g} cycles per warp-FMA per SM"
             + (f"; L2 {g.l2_bytes / 2**20:.0f} MiB." if g.l2_bytes else "; L2 size not recorded."),
             f"- **GPU constants from:** {run.gpu_source}.",
