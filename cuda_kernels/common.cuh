@@ -60,4 +60,18 @@ __device__ __forceinline__ void sgemm_store(float *__restrict__ C, int idx, floa
         C[idx] = alpha * acc + beta * C[idx];
     }
 }
+
+// The same for four consecutive outputs C[idx .. idx + 3] (idx a multiple of 4: one STG.128).
+__device__ __forceinline__ void sgemm_store4(float *__restrict__ C, size_t idx, float alpha,
+                                             float4 acc, float beta) {
+    float4 v = make_float4(alpha * acc.x, alpha * acc.y, alpha * acc.z, alpha * acc.w);
+    if (beta != 0.0f) {
+        const float4 old = *reinterpret_cast<const float4 *>(C + idx);
+        v.x += beta * old.x;
+        v.y += beta * old.y;
+        v.z += beta * old.z;
+        v.w += beta * old.w;
+    }
+    *reinterpret_cast<float4 *>(C + idx) = v;
+}
 #endif

@@ -224,8 +224,27 @@ def registration(source: str | Path) -> Registration:
     return _registration(path if path.is_absolute() else REPO / path, str(source))
 
 
+def with_overrides(source: str | Path, overrides: Mapping[str, object]) -> Registration:
+    """:func:`registration` of the file compiled with ``-DNAME=VALUE`` for each of ``overrides``
+    (a sweep's variant of the file's ``#ifndef`` parameters); not cached."""
+    path = Path(source)
+    items = tuple(sorted((str(k), str(v)) for k, v in overrides.items()))
+    return _registration.__wrapped__(path if path.is_absolute() else REPO / path, str(source), items)
+
+
+def define_value(source: str | Path, name: str, overrides: Mapping[str, object] = {}) -> int:
+    """The integer value of macro ``name`` in ``source`` (through its ``#define``s), with
+    ``overrides`` as ``-D`` would give them."""
+    path = Path(source)
+    path = path if path.is_absolute() else REPO / path
+    defines = {**_defines(path), **{str(k): str(v) for k, v in overrides.items()}}
+    if name not in defines:
+        raise InputError(f"{source}: no #define {name}")
+    return evaluate(name, defines, f"{source}: {name}")
+
+
 @functools.cache
-def _registration(path: Path, name: str) -> Registration:
+def _registration(path: Path, name: str, overrides: tuple = ()) -> Registration:
     if not path.is_file():
         raise InputError(f"{name}: no such file (a CUDA kernel's source must exist)")
     # string literals emptied: a mention of the macro inside one is no use of it
@@ -245,7 +264,7 @@ def _registration(path: Path, name: str) -> Registration:
     if not re.fullmatch(r"[A-Za-z_]\w*", symbol):
         raise InputError(f"{name}: {REGISTER_MACRO}'s first argument must be the kernel's name; "
                          f"got {symbol!r}")
-    defines = _defines(path)
+    defines = {**_defines(path), **dict(overrides)}
     values = [evaluate(a, defines, f"{name}: {REGISTER_MACRO} {label}")
               for a, label in zip(args[1:], ("BM", "BN", "BK", "THREADS", "FLAGS"))]
     bits = {f: evaluate(f, defines, f"{name}: flag {f} (common.cuh)") for f in FLAG_NAMES}

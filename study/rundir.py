@@ -35,8 +35,9 @@ SASS = "sass.csv"
 SASS_STRIDES = "sass_strides.csv"  # the main loop's load widths at the stride experiment's shapes
 NCU = "ncu.csv"
 SWEEP = "sweep.csv"
-MEASURED = (RESULTS, CLOCKS, GPU, SASS, SASS_STRIDES, NCU, SWEEP)
-APPEND_ONLY = (RESULTS, CLOCKS, NCU, SWEEP)
+SWEEP_CUDA = "sweep_cuda.csv"  # python -m study.sweep_cuda: a CUDA kernel's -D parameters searched
+MEASURED = (RESULTS, CLOCKS, GPU, SASS, SASS_STRIDES, NCU, SWEEP, SWEEP_CUDA)
+APPEND_ONLY = (RESULTS, CLOCKS, NCU, SWEEP, SWEEP_CUDA)
 
 # derived tables: written by study.derive only, read by study.report only
 LEDGERS = "ledgers.csv"

@@ -51,7 +51,7 @@ def _explain_lds(c, r) -> str:
 
 def _explain_ldg(c, r) -> str:
     counted = c.ldg_per_phase / c.fma_per_phase * r["loop_FFMA"]
-    compiled = r["loop_LDG"]
+    compiled = r["loop_LDG"] + (r.get("loop_LDGSTS", 0) or 0)  # cp.async copies are global loads too
     if compiled == 0 and counted > 0:
         return "the main loop holds no global loads (they sit outside the loop found)"
     wide = {w: int(r.get(f"loop_LDG{w}", 0) or 0) for w in (256, 128, 64)}

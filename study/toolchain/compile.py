@@ -76,18 +76,20 @@ def _source_path(kernel) -> Path:
     return path
 
 
-def compile_cuda(kernel, arch="sm_90") -> Path:
+def compile_cuda(kernel, arch="sm_90", defines: dict | None = None) -> Path:
     """The kernel's .cu compiled with ``nvcc -cubin -O3 -arch=<arch>``; the cached cubin's path.
 
-    ``arch``: anything :func:`study.arch.get` takes. Cached by the hash of the source (with its
-    local includes), the arch, the nvcc version and the flags; the ptxas ``-v`` report is kept
-    beside the cubin (``.ptxas.txt``).
+    ``arch``: anything :func:`study.arch.get` takes. ``defines``: ``-DNAME=VALUE`` overrides of
+    the file's ``#ifndef`` parameters (a sweep's variant). Cached by the hash of the source
+    (with its local includes), the arch, the nvcc version, the flags and the defines; the ptxas
+    ``-v`` report is kept beside the cubin (``.ptxas.txt``).
     """
     sm = arches.get(arch).sm
     nvcc = require_nvcc()
     src = _source_path(kernel)
+    dflags = [f"-D{name}={value}" for name, value in sorted((defines or {}).items())]
     h = hashlib.sha256()
-    for part in (sm, nvcc_version_text(nvcc), " ".join(NVCC_FLAGS)):
+    for part in (sm, nvcc_version_text(nvcc), " ".join(NVCC_FLAGS), " ".join(dflags)):
         h.update(part.encode() + b"\0")
     for path in _source_closure(src):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -97,7 +99,7 @@ def compile_cuda(kernel, arch="sm_90") -> Path:
     if cubin.is_file() and log.is_file():
         return cubin
     tmp = cubin.with_name(f".{stem}.{os.getpid()}.cubin")
-    cmd = [nvcc, *NVCC_FLAGS, f"-arch={sm}", "-I", str(src.parent), "-o", str(tmp), str(src)]
+    cmd = [nvcc, *NVCC_FLAGS, *dflags, f"-arch={sm}", "-I", str(src.parent), "-o", str(tmp), str(src)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired as e:

@@ -171,7 +171,9 @@ def histogram(instrs: Iterable[Instr]) -> dict[str, int]:
     ``LDS``/``LDG`` are the sums over widths; ``LDGSTS`` (cp.async), ``STS``, ``LDSM``/``STSM``
     (ldmatrix/stmatrix, which Triton uses to move FP32 tiles too) any width; ``BAR`` every
     barrier flavour; ``LDL``/``STL`` local-memory loads and stores (spills). A width with no key
-    of its own (``LDS.256``) gets one in the returned dict.
+    of its own (``LDS.256``) gets one in the returned dict. An instruction predicated on ``!PT``
+    (never true) moves nothing: ptxas places ``@!PT LDS RZ, [RZ]`` after cp.async copies; it
+    counts in ``total`` (it is in the instruction stream) but not as a load.
     """
     h = dict.fromkeys(HIST_KEYS, 0)
     for ins in instrs:
@@ -179,6 +181,8 @@ def histogram(instrs: Iterable[Instr]) -> dict[str, int]:
         if base == "NOP":
             continue
         h["total"] += 1
+        if ins.pred == "@!PT":
+            continue
         if base in ("LDS", "LDG"):
             key = f"{base}{ins.width}"
             h[key] = h.get(key, 0) + 1
@@ -230,8 +234,7 @@ def loop_histogram(instrs: Sequence[Instr]) -> dict[str, float]:
 
     ``loop_lds_per_ffma`` = (LDS of any width + LDSM) / FFMA: every shared-load instruction.
     ``loop_ldg_per_ffma`` = (LDG of any width + LDGSTS) / FFMA: every global-load instruction,
-    synchronous or asynchronous (Triton's pipelined loops load with LDGSTS only). The CUDA
-    kernels use neither LDSM nor LDGSTS, so for them these are plain LDS / FFMA and LDG / FFMA.
+    synchronous or asynchronous (Triton's pipelined loops and K11 load with LDGSTS only).
     NaN when there is no loop with FFMA.
     """
     h = histogram(main_loop(instrs))
