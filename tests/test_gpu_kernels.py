@@ -13,7 +13,7 @@ SHAPES = [
 ]
 
 
-CUDA = kernels.cuda_ladder()
+CUDA = kernels.by_impl("cuda")  # every hand-written kernel, on the ladder or beside it
 # a tiled kernel that takes any shape, and the kernels with 128-bit loads (N, K multiples of 4)
 PLAIN_TILED = next(k for k in CUDA if k.tile and k.multiple_of == (1, 1, 1) and not k.registration.y_walks_n)
 VEC4 = [k for k in CUDA if k.multiple_of != (1, 1, 1)]
@@ -223,3 +223,29 @@ def test_cuda_grid_y_limit_is_refused_before_launch(k):
     over, at = r.stdout.strip().splitlines()
     assert over.startswith("refused") and f"{dim} exceeds what gridDim.y covers" in over, over
     assert at == "ok", at
+
+
+DECODE = [k for k in kernels.KERNELS if k.meant_for == "decode"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", DECODE, ids=lambda k: k.id)
+@pytest.mark.parametrize("shape", [(1, 18944, 3584), (32, 18944, 3584), (9, 1000, 4), (3, 260, 36),
+                                   (1, 4096, 4100), (33, 64, 8196), (17, 4, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_decode_kernels_are_right_and_the_same_every_run(k, shape):
+    """The decode rung and its twin on the decode shapes, on K that no split or chunk divides, on
+    every row-tile size: against float64 (NaN-poisoned output), and bit for bit the same on a
+    second and a third launch (the splits of K are summed in a fixed order, never by atomics)."""
+    import torch
+
+    M, N, K = shape
+    a, b = bench.random_inputs(M, N, K, seed=M + N + K)
+    outs = []
+    for _ in range(3):
+        out = bench.poisoned(M, N)
+        k.launcher(a, b, out)
+        torch.cuda.synchronize()
+        outs.append(out)
+    assert bench.relative_error(outs[0], a.double() @ b.double()) <= bench.TOLERANCE
+    assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
