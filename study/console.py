@@ -90,6 +90,8 @@ def print_tables(rd: RunDir, derived, origin: str) -> None:
                 "ratio_unpipelined": ("Triton/CUDA", "{:.2f}"),
                 "pipelined": ("pipelined", None),
                 "ratio_pipelined": ("pipelined/CUDA", "{:.2f}"),
+                "gluon": ("Gluon", None),
+                "ratio_gluon": ("Gluon/CUDA", "{:.2f}"),
             }
             print("\nTriton twins (GFLOP/s ratio to their CUDA kernel):")
             print(fit(formatted(tw, cols).to_string(index=False)))

@@ -40,7 +40,8 @@ class Counted:
     outputs: int  # outputs per thread
     phase_k: int  # K covered by one phase
     lds_bits: int = 32  # width of each shared load
-    ldg_bits: int = 32  # width of each global load
+    ldg_bits: int = 32  # width of each global load (of A's, where B's differ: ldg_bits_b)
+    ldg_bits_b: int | None = None  # width of B's global loads where it is not ldg_bits
     req_per_fma: float | None = None  # request ledger (K1/K2 only): transactions per FMA
     # shared-store bank conflicts: wavefronts one warp-wide 32-bit store of the A (and B) tile takes
     # (1: conflict-free; K5 stores A transposed with the lane on the row: 32-way)
@@ -103,6 +104,10 @@ class Kernel:
     notes: str = ""
     options: dict = field(default_factory=dict, hash=False, compare=False)
     needs_sm90: bool = _from_source(False)  # compute capability >= 9.0 (TMA, clusters, ...)
+    # the shapes a kernel is written for, when not every shape: "decode" (small M). Such a kernel
+    # is measured everywhere but is no rung of the square-shape ladder.
+    meant_for: str | None = None
+    gluon: bool = False  # a Triton kernel written in Gluon: the layouts (thread -> outputs) are explicit
 
     @property
     def registration(self) -> Registration | None:
@@ -279,6 +284,22 @@ KERNELS: tuple[Kernel, ...] = (
         counted=Counted(lds_dist=2, lds_bcast=4, fma_per_k=128, ldg_per_phase=3, elems_per_phase=12,
                         fma_per_phase=1024, outputs=128, phase_k=8, lds_bits=128, ldg_bits=128),
     ),
+    Kernel(
+        "K11", "cuda", "asynchronous copies (cp.async) global -> shared, no prefetch registers and no shared "
+        "stores: K10's scheme at 128x256x16, 2 stages",
+        source="cuda_kernels/k11_async_stages.cu",
+        # per phase (BK = 16) 8 four-byte copies of A (transposed on the way) and 4 sixteen-byte
+        # copies of B per thread; per k-step K10's 4 + 2 LDS.128 for 128 FMAs
+        counted=Counted(lds_dist=2, lds_bcast=4, fma_per_k=128, ldg_per_phase=12, elems_per_phase=24,
+                        fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128, ldg_bits=32,
+                        ldg_bits_b=128),
+    ),
+    # Beside the ladder: a rung for one family of shapes (``meant_for``).
+    Kernel(
+        "KD", "cuda", "decode rung: B streamed once with 128-bit loads, K split over 32 k-groups per block, "
+        "summed in a fixed order",
+        source="cuda_kernels/kd_decode_gemv.cu", meant_for="decode",
+    ),
     # Triton twins: same block tile and threads per block as their CUDA kernel.
     Kernel(
         "T1", "triton", "no on-chip reuse: every output element loads its own A and B values",
@@ -344,6 +365,28 @@ KERNELS: tuple[Kernel, ...] = (
         target="triton_kernels.t5_reg_tile_2d:matmul", threads=128, tile=_t(32, 128),
         source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K6",
         num_stages=3, options={"num_stages": 3},
+    ),
+    # Gluon twins (triton.experimental.gluon): the CUDA kernel's thread -> output map written out as
+    # explicit layouts, so that the compiler chooses only the instruction schedule.
+    Kernel(
+        "G6", "triton", "Gluon twin of K6: K6's 8x4-per-thread map as a BlockedLayout, one shared stage",
+        target="triton_kernels.g6_gluon:matmul", threads=128, tile=(32, 128, 32),
+        source="triton_kernels/g6_gluon.py", symbol="g6_kernel", twin="K6", multiple_of=(1, 4, 4), gluon=True,
+        notes="Gluon has no CPU interpreter: G6 is checked and timed on a GPU only.",
+    ),
+    Kernel(
+        "G10", "triton", "Gluon twin of K10: K10's lane map as a DistributedLinearLayout, two stages",
+        target="triton_kernels.g10_gluon:matmul", threads=256, tile=(256, 128, 8),
+        source="triton_kernels/g10_gluon.py", symbol="g10_kernel", twin="K10", multiple_of=(1, 4, 4),
+        gluon=True,
+        notes="Two shared buffers and one loop iteration per two K tiles (a buffer indexed by the "
+        "stage costs a second barrier per tile); no register double-buffering and no launch bound "
+        "can be stated in Gluon.",
+    ),
+    Kernel(
+        "TD", "triton", "twin of KD: a program per 64 columns and all of K, no split across programs",
+        target="triton_kernels.td_decode:matmul", threads=128, source="triton_kernels/td_decode.py",
+        symbol="decode_kernel", twin="KD", num_stages=4, meant_for="decode",
     ),
     Kernel(
         "TA", "triton", "autotuned Triton SGEMM (ieee), keyed on (M, N, K)",
@@ -423,13 +466,15 @@ def _unique(kernels) -> list[Kernel]:
 
 
 def cuda_ladder() -> list[Kernel]:
-    """The hand-written CUDA kernels, in registry order: the optimisation ladder K1, K2, ..."""
-    return by_impl("cuda")
+    """The hand-written CUDA kernels for every shape, in registry order: the optimisation ladder
+    K1, K2, ... (a kernel ``meant_for`` some shapes only is beside it, not on it)."""
+    return [k for k in by_impl("cuda") if k.meant_for is None]
 
 
 def last_rung(impl: str = "cuda") -> Kernel:
-    """The last kernel of ``impl`` in registry order (for "cuda": the top of the ladder)."""
-    ladder = by_impl(impl)
+    """The last kernel of ``impl`` for every shape, in registry order (for "cuda": the top of the
+    ladder)."""
+    ladder = [k for k in by_impl(impl) if k.meant_for is None]
     if not ladder:
         raise InputError(f"the registry holds no {impl!r} kernel; impls: "
                          + ", ".join(sorted({k.impl for k in KERNELS})))
@@ -447,8 +492,14 @@ def tuned_kernels() -> list[Kernel]:
 
 
 def pipelined_twins(cuda_kernel_id: str) -> list[Kernel]:
-    """The twins of a CUDA kernel (``twins_of``) that are software-pipelined (num_stages > 1)."""
-    return [t for t in twins_of(cuda_kernel_id) if (t.num_stages or 1) > 1]
+    """The ``tl.dot`` twins of a CUDA kernel (``twins_of``) that are software-pipelined
+    (num_stages > 1)."""
+    return [t for t in twins_of(cuda_kernel_id) if (t.num_stages or 1) > 1 and not t.gluon]
+
+
+def gluon_twins(cuda_kernel_id: str) -> list[Kernel]:
+    """The twins of a CUDA kernel written in Gluon (its thread -> output map stated)."""
+    return [t for t in twins_of(cuda_kernel_id) if t.gluon]
 
 
 def headline_kernels() -> list[Kernel]:
@@ -463,5 +514,5 @@ def default_profile() -> list[Kernel]:
     first), the pipelined twins of every rung that has them, the tuned kernels and the baseline,
     each once, in that order."""
     ladder = cuda_ladder()
-    twins = [t for c in ladder for t in pipelined_twins(c.id)]
+    twins = [t for c in ladder for t in [*pipelined_twins(c.id), *gluon_twins(c.id)]]
     return _unique([*request_ledger_kernels(), *ladder, *twins, *tuned_kernels(), BASELINE])

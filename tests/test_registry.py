@@ -18,7 +18,7 @@ from study import kernels, registration
 from study.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
-CUDA = kernels.cuda_ladder()
+CUDA = kernels.by_impl("cuda")  # every hand-written kernel, on the ladder or beside it
 NOT_AN_ID = "Kx9"  # no kernel is ever called this
 REGISTER = re.compile(r"^\s*SGEMM_REGISTER\s*\(", re.M)
 
@@ -282,13 +282,16 @@ def test_sass_holds_the_symbol_and_the_tile(built, k):
         pytest.skip("needs cuobjdump to read SASS")
     obj = built["dir"] / f"{Path(k.source).stem}.o"
     funcs = sass.parse_sass(tools.run_cuobjdump(str(obj), "-sass"))
-    assert list(funcs) == [k.symbol]
+    # the registered symbol, and any instantiations of it (KD: one kernel per row tile)
+    assert k.symbol in funcs and all(f == k.symbol or f.startswith(k.symbol + "_") for f in funcs)
     loop = sass.loop_histogram(funcs[k.symbol])
     reg = k.registration
     if reg.bk:
         assert loop["loop_FFMA"] == reg.bm * reg.bn * reg.bk // reg.threads
-    else:
+    elif k.meant_for is None:
         assert loop["loop_FFMA"] > 0 and loop["loop_LDS"] == 0 and loop["loop_STS"] == 0
+    else:  # the decode rung streams B with 128-bit loads (A is staged in shared memory)
+        assert loop["loop_FFMA"] > 0 and loop["loop_LDG128"] > 0 and loop["loop_LDG32"] == 0
 
 
 # ------------------------------------------------------------------ counted ledgers
@@ -314,8 +317,10 @@ def test_counts_agree_with_the_tile(k):
         assert c.outputs * k.threads == bm * bn
         # ... and together load the A (BM x BK) and B (BK x BN) tiles once per phase
         assert c.elems_per_phase * k.threads == (bm + bn) * bk
-        # a load instruction carries ldg_bits / 32 elements
-        assert c.ldg_per_phase * (c.ldg_bits // 32) == c.elems_per_phase
+        # a load instruction carries ldg_bits / 32 elements (B's: ldg_bits_b / 32, where given)
+        a_elems, b_elems = F(bm * bk, k.threads), F(bk * bn, k.threads)
+        b_bits = c.ldg_bits_b or c.ldg_bits
+        assert c.ldg_per_phase == a_elems / (c.ldg_bits // 32) + b_elems / (b_bits // 32)
 
 
 # The seed ledgers, per FMA, from each kernel's inner loop and tile (worked by hand, not read
@@ -421,8 +426,8 @@ def test_select_takes_a_repeated_id_once_in_first_order():
 
 @pytest.mark.parametrize("cuda, triton", [
     ("K1", []), ("K2", ["T1"]), ("K3", ["T3", "T3p"]), ("K3c", ["T3c", "T3cp"]), ("K4", ["T4", "T4p"]),
-    ("K5", ["T5", "T5p"]),  # same tile and threads, although their twin field names K6
-    ("K6", ["T5", "T5p"]),
+    ("K5", ["T5", "T5p", "G6"]),  # same tile and threads, although their twin field names K6
+    ("K6", ["T5", "T5p", "G6"]), ("K10", ["G10"]), ("KD", ["TD"]),
 ])
 def test_twins_of(cuda, triton):
     assert [t.id for t in kernels.twins_of(cuda)] == triton
@@ -440,8 +445,11 @@ def test_every_twin_field_is_found_by_twins_of():
 
 
 def test_cuda_ladder_and_last_rung():
-    assert kernels.cuda_ladder() == [k for k in kernels.KERNELS if k.impl == "cuda"]
+    assert kernels.cuda_ladder() == [k for k in kernels.KERNELS if k.impl == "cuda" and not k.meant_for]
     assert kernels.last_rung() is kernels.cuda_ladder()[-1]
+    beside = [k for k in CUDA if k not in kernels.cuda_ladder()]
+    assert [k.id for k in beside] == ["KD"] and beside[0].meant_for == "decode"  # today's
+    assert kernels.last_rung().meant_for is None
     assert kernels.last_rung("triton") is kernels.by_impl("triton")[-1]
     with pytest.raises(InputError, match="no 'opencl' kernel"):
         kernels.last_rung("opencl")

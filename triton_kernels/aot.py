@@ -20,6 +20,10 @@ Triton >= 3.3 (3.6 on the GPU machine, 3.9 in CI): constexpr parameters appear i
 signature as ``"constexpr"`` and their values go in ``constexprs``; attributes are
 ``{(index,): [["tt.divisibility", 16]]}``. Older Triton (``constants`` + ``AttrsDescriptor``)
 is refused with a clear message rather than compiled differently.
+
+Gluon. A ``@gluon.jit`` kernel (``triton.experimental.gluon``, layouts written out in the
+kernel) goes through the same path with ``GluonASTSource`` in place of ``ASTSource``; its
+arguments are specialised by the same rule.
 """
 
 from __future__ import annotations
@@ -121,7 +125,7 @@ def compile_sass_target(target, arch: int = 90, num_stages: int | None = None, *
         )
     fn = _jit_function(spec.fn)
     signature, constexprs, attrs = specialize(fn, spec.args)
-    src = ASTSource(fn, signature, constexprs, attrs)
+    src = _source_class(fn, ASTSource)(fn, signature, constexprs, attrs)
     options = {"num_warps": spec.num_warps, "num_stages": spec.num_stages, **spec.extra_options}
     compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 
@@ -171,6 +175,20 @@ def specialize(fn, args: dict[str, Any]) -> tuple[dict, dict, dict]:
         else:
             raise TypeError(f"{fn.__name__}: argument {name}={value!r} is neither Pointer nor int")
     return signature, constexprs, attrs
+
+
+def _source_class(fn, ast_source):
+    """``GluonASTSource`` for a ``@gluon.jit`` kernel (its layouts are explicit), else ``ast_source``.
+
+    A Gluon kernel is built from its own source class, which sets the target, warps and
+    threads per warp on the module before the layouts in the body are verified against them.
+    """
+    is_gluon = getattr(fn, "is_gluon", None)
+    if not (callable(is_gluon) and is_gluon()):
+        return ast_source
+    from triton.experimental.gluon import _runtime  # exported at the package level only from 3.9
+
+    return _runtime.GluonASTSource
 
 
 def _jit_function(fn):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from study import kernels as registry
 from study.report.figures import figref
@@ -108,8 +109,10 @@ def section_twins(run: Run) -> list[str]:
         "Each Triton twin keeps its CUDA kernel's block tile and threads per block "
         '(num_warps = threads ÷ 32) and computes in exact FP32 (`input_precision="ieee"`), so the '
         "ratio isolates who writes the code inside the tile. Unpipelined: `num_stages=1`, like the "
-        "CUDA kernels; pipelined: Triton's software pipelining. Throughput in GFLOP/s at the main shape; "
-        "Triton ÷ CUDA is the Triton twin's GFLOP/s over its CUDA kernel's (above 1: Triton is faster).",
+        "CUDA kernels; pipelined: Triton's software pipelining; Gluon: the CUDA kernel's own thread → "
+        "output map written as explicit layouts, so that only the code generation differs. Throughput "
+        "in GFLOP/s at the main shape; Triton ÷ CUDA is the twin's GFLOP/s over its CUDA kernel's "
+        "(above 1: the twin is faster).",
         "",
     ]
 
@@ -123,9 +126,11 @@ def section_twins(run: Run) -> list[str]:
             num(r["cuda_gflops"]),
             twin(r, "unpipelined"),
             twin(r, "pipelined"),
+            twin(r, "gluon") if "gluon" in r else "–",
             num(r["cublas_gflops"]),
             num(r["ratio_unpipelined"], "{:.2f}×"),
             num(r["ratio_pipelined"], "{:.2f}×"),
+            num(r.get("ratio_gluon"), "{:.2f}×"),
         ]
         for _, r in tw.iterrows()
     ]
@@ -136,9 +141,11 @@ def section_twins(run: Run) -> list[str]:
             "CUDA",
             "Triton unpipelined",
             "Triton pipelined",
+            "Gluon",
             "cuBLAS",
             "Triton ÷ CUDA (unpipelined)",
             "Triton ÷ CUDA (pipelined)",
+            "Gluon ÷ CUDA",
         ],
         rows,
     )
@@ -155,6 +162,20 @@ def section_twins(run: Run) -> list[str]:
     for k in registry.KERNELS:
         if k.impl == "triton" and k.notes:
             lines += [f"{k.id} (twin of {k.twin}): {k.idea}. {k.notes}", ""]
+    gl = tw.iloc[0:0]
+    if "ratio_gluon" in tw:
+        gl = tw[np.isfinite(pd.to_numeric(tw["ratio_gluon"], errors="coerce"))]
+    if len(gl):
+        lines += [
+            "**Finding:** with the CUDA kernel's own thread → output map stated in Gluon, "
+            + "; ".join(f"{r['gluon']} runs at {r['ratio_gluon']:.2f}× {r['cuda']}'s throughput"
+                        + (f" (the `tl.dot` twin {r['pipelined']}: {r['ratio_pipelined']:.2f}×)"
+                           if isinstance(r["pipelined"], str) and r["pipelined"] else "")
+                        for _, r in gl.iterrows())
+            + ": the layout is the same, so what is left between them is the code Triton generates "
+            "inside it (instruction order, registers, what Gluon cannot state; notes above).",
+            "",
+        ]
     ta = main[tuned[0].id] if tuned else None
     lines += [
         f"**Finding:** unpipelined Triton twins run at {ratio_range(list(tw['ratio_unpipelined']))} the "

@@ -1,0 +1,216 @@
+"""The Gluon twins G6 and G10: their thread maps, their SASS, their launchers, their results.
+
+Gluon kernels do not run under ``TRITON_INTERPRET=1`` (Triton 3.6 and 3.9 both send a
+``@gluon.jit`` launch to the GPU driver), so correctness is checked on a GPU only; the CPU
+tests check the layouts against the CUDA kernels' formulas, the AOT SASS for sm_90, and the
+launchers' refusals. A Triton whose Gluon lacks what the twins use skips with the module's
+one-line reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import pytest
+
+from study import bench
+from study.toolchain import sass, tools
+
+MODULES = ("triton_kernels.g6_gluon", "triton_kernels.g10_gluon")
+# per K-tile of the CUDA twin (read off k6_vectorized.cu / k10_tuned.cu and their SASS):
+# FFMA, LDS.128, LDG.128, barriers
+PER_PHASE = {
+    "triton_kernels.g6_gluon": dict(FFMA=1024, LDS128=96, LDG128=10, BAR=2),
+    "triton_kernels.g10_gluon": dict(FFMA=1024, LDS128=48, LDG128=3, BAR=1),
+}
+GPU_SHAPES = [(1, 4, 4), (33, 68, 20), (67, 132, 96), (4096, 4096, 4096), (300, 260, 36)]
+
+
+def _module(name: str):
+    """The twin's module, or a skip naming why this Triton cannot build it."""
+    try:
+        mod = importlib.import_module(name)
+    except ImportError as e:
+        pytest.skip(f"{name}: triton.experimental.gluon not importable: {e}")
+    why = mod.unsupported_reason()
+    if why:
+        pytest.skip(why)
+    return mod
+
+
+def _blocked_owner(layout, row: int, col: int, num_warps: int) -> set[int]:
+    """Threads holding (row, col) of a tile under a 2-D row-major-order BlockedLayout."""
+    spt, tpw, wpc = layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta
+    assert list(layout.order) == [1, 0]
+    r = (row // spt[0]) % (tpw[0] * wpc[0])
+    c = (col // spt[1]) % (tpw[1] * wpc[1])
+    lane = (r % tpw[0]) * tpw[1] + c % tpw[1]
+    warp = (r // tpw[0]) * wpc[1] + c // tpw[1]
+    assert warp < num_warps
+    return {warp * 32 + lane}
+
+
+# ---------------------------------------------------------------------------------------------
+# thread -> output maps (CPU)
+
+
+def test_g6_accumulator_is_k6s_thread_map():
+    g6 = _module("triton_kernels.g6_gluon")
+    from triton.experimental.gluon import language as gl
+
+    acc = gl.BlockedLayout([8, 4], [1, 32], [4, 1], [1, 0])  # as written in g6_kernel
+    assert (g6.BM, g6.BN, g6.BK, g6.NUM_WARPS, g6.TM, g6.TN) == (32, 128, 32, 4, 8, 4)
+    for tid in range(128):
+        tx, ty = tid % 32, tid // 32  # K6: blockDim (32, 4)
+        for r in range(8):
+            for c in range(4):
+                row, col = 8 * ty + r, 4 * tx + c  # K6: i0 = 8 ty, columns 4 tx ..
+                assert _blocked_owner(acc, row, col, 4) == {tid}
+
+
+def _k10_position(tid: int, r: int, c: int) -> tuple[int, int]:
+    """(row, col) in the block tile of acc[r][c] of thread tid, by k10_tuned.cu's formulas."""
+    BM, BN, TM, TN, WARPS_N = 256, 128, 16, 8, 2
+    WM, WN = BM // 4, BN // WARPS_N
+    LM, LN = WM // TM, WN // TN
+    warp, lane = tid // 32, tid % 32
+    lx = (lane & 1) | (((lane >> 2) & (LN // 2 - 1)) << 1)
+    ly = ((lane >> 1) & 1) | ((lane // (2 * LN)) << 1)
+    tm = (warp // WARPS_N) * WM + 4 * ly
+    tn = (warp % WARPS_N) * WN + 4 * lx
+    return tm + 4 * LM * (r // 4) + r % 4, tn + 4 * LN * (c // 4) + c % 4
+
+
+def test_g10_linear_layout_is_k10s_lane_map():
+    g10 = _module("triton_kernels.g10_gluon")
+    bases = g10.ACC_BASES
+    assert [len(bases["reg"]), len(bases["lane"]), len(bases["warp"])] == [7, 5, 3]
+    layout = g10.ACC_LAYOUT.value
+    assert layout.reg_bases == bases["reg"] and layout.lane_bases == bases["lane"]
+    assert layout.warp_bases == bases["warp"] and list(layout.shape) == [256, 128]
+    seen = set()
+    for tid in range(256):
+        warp, lane = divmod(tid, 32)
+        for reg in range(128):
+            row = col = 0
+            for i, (dr, dc) in enumerate(bases["reg"]):
+                row, col = (row ^ dr, col ^ dc) if reg >> i & 1 else (row, col)
+            for i, (dr, dc) in enumerate(bases["lane"]):
+                row, col = (row ^ dr, col ^ dc) if lane >> i & 1 else (row, col)
+            for i, (dr, dc) in enumerate(bases["warp"]):
+                row, col = (row ^ dr, col ^ dc) if warp >> i & 1 else (row, col)
+            # register bits: c, r in a 4x4 sub-block, then j, then i (acc[r][c]: r = 4i + .., c = 4j + ..)
+            r = 4 * (reg >> 5) + (reg >> 2 & 3)
+            c = 4 * (reg >> 4 & 1) + (reg & 3)
+            assert (row, col) == _k10_position(tid, r, c), (tid, reg)
+            seen.add((row, col))
+    assert len(seen) == 256 * 128  # every output exactly once
+
+
+# ---------------------------------------------------------------------------------------------
+# launchers (CPU)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_unsupported_reason_is_one_line_or_none(name):
+    try:
+        mod = importlib.import_module(name)
+    except ImportError as e:
+        pytest.skip(f"{name}: triton.experimental.gluon not importable: {e}")
+    why = mod.unsupported_reason()
+    assert mod.SUPPORTED == (why is None)
+    if why is not None:
+        import triton
+
+        assert "\n" not in why and triton.__version__ in why
+
+
+def test_a_missing_gluon_name_is_a_one_line_reason(monkeypatch):
+    try:
+        from triton_kernels import gluon_common as gc
+    except ImportError as e:
+        pytest.skip(f"triton.experimental.gluon not importable: {e}")
+    import triton
+
+    monkeypatch.delattr(gc.gl, "DistributedLinearLayout")
+    why = gc.unsupported_reason()
+    assert why == f"triton {triton.__version__}: triton.experimental.gluon lacks DistributedLinearLayout"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_launcher_refuses_before_launch(name):
+    torch = pytest.importorskip("torch")
+    mod = _module(name)
+    a, b = torch.ones(8, 8), torch.ones(8, 6)
+    with pytest.raises(ValueError, match=r"N must be a multiple of 4"):
+        mod.matmul(a, b)
+    with pytest.raises(ValueError, match=r"K must be a multiple of 4"):
+        mod.matmul(torch.ones(8, 6), torch.ones(6, 8))
+    with pytest.raises(ValueError, match="float32"):
+        mod.matmul(a.double(), torch.ones(8, 8).double())
+    with pytest.raises(ValueError, match="inner dimensions"):
+        mod.matmul(a, torch.ones(4, 8))
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        mod.matmul(a, torch.ones(8, 8))
+    with pytest.raises(ValueError, match="num_stages"):
+        mod.aot_spec(num_stages=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# SASS for sm_90, compiled ahead of time (CPU)
+
+
+@pytest.mark.skipif(tools.find_cuobjdump() is None, reason="needs cuobjdump (PATH or the triton wheel)")
+@pytest.mark.parametrize("name", MODULES)
+def test_aot_main_loop_is_pure_ffma_with_the_cuda_twins_loads(name, tmp_path):
+    mod = _module(name)
+    from triton_kernels import aot
+
+    k = aot.compile_sass_target(name, 90)
+    cubin = tmp_path / f"{k.name}.cubin"
+    cubin.write_bytes(k.cubin)
+    instrs = sass.dump_sass(cubin)
+    whole = sass.histogram(instrs)
+    assert whole["HMMA"] == whole["HGMMA"] == whole["LDSM"] == 0, "tensor-core instructions"
+    assert whole["LDL"] == whole["STL"] == 0, "register spills"
+    loop = sass.histogram(sass.main_loop(instrs))
+    want = PER_PHASE[name]
+    assert loop["FFMA"] > 0 and loop["FFMA"] % want["FFMA"] == 0, loop
+    phases = loop["FFMA"] // want["FFMA"]  # G10's loop holds two phases (its two named stages)
+    assert loop["LDS"] == loop["LDS128"] == phases * want["LDS128"], loop
+    assert loop["LDG"] == loop["LDG128"] == phases * want["LDG128"], loop
+    assert loop["BAR"] == phases * want["BAR"], loop
+    assert k.num_warps * 32 == mod.NUM_WARPS * 32 and whole["FFMA"] == loop["FFMA"]
+
+
+# ---------------------------------------------------------------------------------------------
+# results against float64 (GPU)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", MODULES)
+def test_gluon_twin_matches_float64(name, shape):
+    mod = _module(name)
+    M, N, K = shape
+    err = bench.check(mod.matmul, M, N, K, seed=M + 3 * N + 7 * K)  # NaN-poisoned output
+    assert math.isfinite(err) and err <= bench.TOLERANCE, f"{name} at {M}x{N}x{K}: relative error {err:.2e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", MODULES)
+def test_gluon_twin_writes_only_its_output(name):
+    import torch
+
+    mod = _module(name)
+    a = torch.randn(70, 36, device="cuda")
+    b = torch.randn(36, 132, device="cuda")
+    big = torch.full((80, 140), float("nan"), device="cuda")
+    out = big[:70, :132]  # a strided view: the border must stay NaN
+    res = mod.matmul(a, b, out)
+    torch.cuda.synchronize()
+    assert res is out
+    ref = a.double() @ b.double()
+    assert torch.allclose(out.double(), ref, rtol=1e-4, atol=1e-4)
+    assert torch.isnan(big[70:]).all() and torch.isnan(big[:, 132:]).all()
