@@ -85,7 +85,7 @@ def twins(ledger: pd.DataFrame) -> pd.DataFrame:
             continue
         u = next((t for t in twins_ if (t.num_stages or 1) == 1 and not t.gluon and t.id in main), None)
         p = next((t for t in twins_ if (t.num_stages or 1) > 1 and not t.gluon and t.id in main), None)
-        g = next((t for t in twins_ if t.gluon and t.id in main), None)
+        g = next((t for t in twins_ if t.gluon and t.twin == c.id and t.id in main), None)
         cg = main[c.id]["gflops"]
         rows.append(
             {
@@ -354,7 +354,8 @@ def shape_roof(rows: pd.DataFrame) -> dict:
 
 
 def shapes(ledger: pd.DataFrame) -> pd.DataFrame:
-    """Per shape of E3: the speed-up of the last CUDA rung timed over the first, cuBLAS's GFLOP/s,
+    """Per shape of E3: the speed-up of the top CUDA rung (the fastest rung of the ladder at the
+    first shape, square; the last one timed where none is) over the first, cuBLAS's GFLOP/s,
     and the bandwidth roof there (``shape_roof``: the fastest kernel's bytes moved once against the
     measured read roof and the datasheet DRAM peak)."""
     columns = SHAPE_COLUMNS + SHAPE_ROOF_COLUMNS
@@ -363,8 +364,12 @@ def shapes(ledger: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     timed = set(df["kernel"].astype(str))
     ladder = [k.id for k in registry.cuda_ladder() if k.id in timed] or [k.id for k in registry.cuda_ladder()]
-    first, last = ladder[0], ladder[-1]  # the first and the last rung this run timed
     msp = df.pivot_table(index="kernel", columns="label", values="ms", aggfunc="median")
+    first, last = ladder[0], ladder[-1]  # the first and the top rung this run timed
+    square = labels_in(df, "shapes")[0][0]
+    at_square = [k for k in ladder if k in msp.index and square in msp.columns and msp.at[k, square] > 0]
+    if at_square:
+        last = min(at_square, key=lambda k: msp.at[k, square])
     gfp = df.pivot_table(index="kernel", columns="label", values="gflops", aggfunc="median")
     base = registry.BASELINE.id
     rows = []

@@ -84,6 +84,7 @@ TEXT_COLUMNS = frozenset(
         "tile",
         "unpipelined",
         "pipelined",
+        "gluon",
         "first",
         "last",
         "top_stalls",
