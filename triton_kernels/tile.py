@@ -17,14 +17,15 @@ two give identical results. K is masked only where ``EVEN_K`` is false (the laun
 when ``K % BK == 0``). Every launcher takes ``mask_mn`` (None: :data:`MASK_MN`); TA's
 candidates all carry :data:`MASK_MN`, so it runs the twins' scheme.
 
-The default is masked loads, from timing: on the H200 (Triton 3.6) at 4097^3 the wrapped scheme
-ran 2.0x (TA) to 4.8x (T3p) slower than masks, while at 4096^3 the two were
-within 2% either way (the committed reference runs before and after this default changed hold
-the twins' rows at both sizes). The SASS below does not show why, so the cost lies outside the
-instruction stream (in how the wrapped addresses of the edge tiles meet the memory system).
-Compiled ahead of time for sm_90 (Triton 3.9, ``triton_kernels.aot``, main loop as ``study.toolchain.sass``
-finds it), for the twins' tiles (T3 32x32x32 on 32 warps, T4 32x32x32 and T5 32x128x32 on 4,
-each with 1 and 3 stages) and TA's 43 candidates for 4096^3, masked against wrapped:
+The default is masked loads, from timing. In the H200 reference runs (Triton 3.6) before and
+after the default changed (``reports/`` at e2d9ff7 and at ba42900), the twins at 4097^3 ran 1.8x
+(TA, each run with its own tuned configuration) to 5.4x (T3c) slower with wrapped indices than
+with masks, while at 4096^3 the two schemes were within 2.1% of each other. The SASS below does
+not show why, so the cost lies outside the instruction stream (in how the wrapped addresses of
+the edge tiles meet the memory system). Compiled ahead of time for sm_90 (Triton 3.9,
+``triton_kernels.aot``, main loop as ``study.toolchain.sass`` finds it), for the twins' tiles
+(T3 32x32x32 on 32 warps, T4 32x32x32 and T5 32x128x32 on 4, each with 1 and 3 stages) and TA's
+43 candidates for 4096^3, masked against wrapped:
 
 * At 4096^3 both schemes load with the same widths in all 49 (per K tile T5 10 LDG.128, T4 4
   LDG.128, T3 2 LDG.32; LDGSTS of the same width when pipelined), and the masked main loop
