@@ -127,3 +127,33 @@ __all__ = [
     "refuse_flags",
     "say",
 ]
+
+
+def check_sweep_flags(args) -> None:
+    """The flags both sweeps share (``study.sweep``, ``study.sweep_cuda``): --jobs and --top at
+    least 1, --budget-s and --target-s positive numbers of seconds."""
+    for name in ("jobs", "top"):
+        if getattr(args, name) < 1:
+            raise InputError(f"--{name.replace('_', '-')} must be at least 1")
+    for name in ("budget_s", "target_s"):
+        if not getattr(args, name) > 0:
+            raise InputError(f"--{name.replace('_', '-')} must be a positive number of seconds")
+
+
+def sweep_dir(text: str | None):
+    """The run directory a sweep measures into (``--out``), created, on the present GPU: an
+    InputError without one, or where the directory holds another GPU's run (a sweep adds to the
+    same GPU's rows)."""
+    out = out_dir(text)
+    import torch
+
+    if not torch.cuda.is_available():
+        raise InputError("the sweep measures: it needs a CUDA GPU, and none is visible")
+    from study import gpu as gpu_mod
+    from study import rundir
+
+    gpu = gpu_mod.from_device()
+    rd = rundir.RunDir(out)
+    rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), resume=True)  # one GPU per directory
+    rd.create()
+    return out

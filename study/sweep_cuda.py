@@ -318,23 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         err = kernel.constraint_error(*shape)
         if err:
             raise InputError(err)
-        for name in ("jobs", "top"):
-            if getattr(args, name) < 1:
-                raise InputError(f"--{name} must be at least 1")
-        for name in ("budget_s", "target_s"):
-            if not getattr(args, name) > 0:
-                raise InputError(f"--{name.replace('_', '-')} must be a positive number of seconds")
-        out = cli.out_dir(args.out)
-        import torch
-
-        if not torch.cuda.is_available():
-            raise InputError("the sweep measures: it needs a CUDA GPU, and none is visible")
-        from study import gpu as gpu_mod
-
-        gpu = gpu_mod.from_device()
-        rd = RunDir(out)
-        rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), resume=True)
-        rd.create()
+        cli.check_sweep_flags(args)
+        out = cli.sweep_dir(args.out)
         return run(kernel, shape, out, args.jobs, args.budget_s, args.target_s, args.top)
 
     return cli.main(body)
