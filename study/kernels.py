@@ -294,6 +294,15 @@ KERNELS: tuple[Kernel, ...] = (
                         fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128, ldg_bits=32,
                         ldg_bits_b=128),
     ),
+    Kernel(
+        "K12", "cuda", "a lean issue stream: K11's copies 4 bytes each with no guard in the main loop, "
+        "32-bit shared addresses switched by one XOR, the ragged K-tile first; 128x256x16, any shape",
+        source="cuda_kernels/k12_lean_issue.cu",
+        # per phase (BK = 16) 8 four-byte copies of A (transposed on the way) and 16 of B per
+        # thread; per k-step K10's 4 + 2 LDS.128 for 128 FMAs
+        counted=Counted(lds_dist=2, lds_bcast=4, fma_per_k=128, ldg_per_phase=24, elems_per_phase=24,
+                        fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128, ldg_bits=32),
+    ),
     # Beside the ladder: a rung for one family of shapes (``meant_for``).
     Kernel(
         "KD", "cuda", "decode rung: B streamed once with 128-bit loads, K split over 32 k-groups per block, "

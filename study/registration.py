@@ -150,6 +150,28 @@ def _defines(path: Path, seen: set[Path] | None = None) -> dict[str, str]:
     return out
 
 
+def source_text(source: str | Path) -> str:
+    """The text of a kernel's ``.cu`` followed by that of the local files it ``#include "..."``s
+    (recursively, each once): where its ``#ifndef`` parameters may be written."""
+    path = Path(source)
+    path = path if path.is_absolute() else REPO / path
+    parts: list[str] = []
+    seen: set[Path] = set()
+
+    def walk(p: Path) -> None:
+        p = p.resolve()
+        if p in seen or not p.is_file():
+            return
+        seen.add(p)
+        text = p.read_text(errors="replace")
+        parts.append(text)
+        for name in _INCLUDE.findall(_code(text)):
+            walk(p.parent / name)
+
+    walk(path)
+    return "\n".join(parts)
+
+
 def _call_arguments(code: str, start: int, what: str) -> list[str]:
     """The comma-separated arguments of the call whose ``(`` is at or after ``start``."""
     open_at = code.find("(", start)

@@ -31,15 +31,17 @@ from study import arch, rundir
 from study import kernels as registry
 from study.cli import say
 from study.errors import InputError, first_line
-from study.registration import define_value, with_overrides
+from study.registration import define_value, source_text, with_overrides
 from study.rundir import RunDir
 
-PARAMS = ("BM", "BN", "BK", "TM", "TN", "WARPS_M", "WARPS_N", "STAGES")
+PARAMS = ("BM", "BN", "BK", "TM", "TN", "WARPS_M", "WARPS_N", "STAGES", "COPY_STEPS")
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256))
 THREAD_TILES = ((16, 8), (8, 16), (8, 8))  # TM x TN outputs per thread
 WARP_GRIDS = ((4, 2), (2, 4), (2, 2), (4, 1), (1, 4), (8, 1), (1, 8))  # warps down x across
 BKS = (8, 16)
 STAGES = (2, 3, 4)
+COPY_STEPS = (1, 2, 4)  # k-steps of a phase that issue its asynchronous copies (K12)
+OPTIONAL = {"STAGES": STAGES, "COPY_STEPS": COPY_STEPS}  # searched where the .cu leaves them open
 THREADS = (128, 256)
 CHECK_SHAPE = (67, 132, 100)  # odd M, partial tiles everywhere; N, K multiples of 4
 COLUMNS = ["round", "kernel", *PARAMS, "threads", "smem", "status", "regs", "spills", "ms",
@@ -51,7 +53,7 @@ def parameters(kernel) -> list[str]:
     """The PARAMS the kernel's ``.cu`` leaves overridable (``#ifndef <ID>_<PARAM>``)."""
     if kernel.impl != "cuda" or not kernel.source:
         raise InputError(f"{kernel.id} is not a CUDA kernel with a .cu: nothing to sweep")
-    text = (registry.REPO / kernel.source).read_text(errors="replace")
+    text = source_text(kernel.source)
     found = set(re.findall(rf"^\s*#\s*ifndef\s+{kernel.id}_(\w+)", text, re.M))
     names = [p for p in PARAMS if p in found]
     missing = [p for p in PARAMS[:7] if p not in found]
@@ -76,7 +78,7 @@ def lane_map_ok(bm: int, bn: int, tm: int, tn: int, warps_m: int, warps_n: int) 
 def defines(kernel, values: dict) -> dict:
     """``-D`` overrides of ``values`` (PARAM -> int) for ``kernel``'s ``.cu``."""
     d = {f"{kernel.id}_{p}": v for p, v in values.items()}
-    text = (registry.REPO / kernel.source).read_text(errors="replace")
+    text = source_text(kernel.source)
     if re.search(rf"^\s*#\s*ifndef\s+{kernel.id}_THREADS\b", text, re.M):  # K10 states it apart
         d[f"{kernel.id}_THREADS"] = 32 * values["WARPS_M"] * values["WARPS_N"]
     return d
@@ -94,14 +96,13 @@ def space(kernel, smem_limit: int | None = None) -> list[dict]:
     names = parameters(kernel)
     default = {p: define_value(kernel.source, f"{kernel.id}_{p}") for p in names}
     out = [default]
-    stages = STAGES if "STAGES" in names else (None,)
-    grid = itertools.product(TILES, THREAD_TILES, WARP_GRIDS, BKS, stages)
-    for (bm, bn), (tm, tn), (wy, wx), bk, st in grid:
+    optional = [p for p in OPTIONAL if p in names]
+    grid = itertools.product(TILES, THREAD_TILES, WARP_GRIDS, BKS,
+                             itertools.product(*(OPTIONAL[p] for p in optional)))
+    for (bm, bn), (tm, tn), (wy, wx), bk, extra in grid:
         if 32 * wy * wx not in THREADS or not lane_map_ok(bm, bn, tm, tn, wy, wx):
             continue
-        v = dict(BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, WARPS_M=wy, WARPS_N=wx)
-        if st is not None:
-            v["STAGES"] = st
+        v = dict(BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, WARPS_M=wy, WARPS_N=wx, **dict(zip(optional, extra)))
         if v == default or smem_bytes(kernel, v) > smem_limit:
             continue
         out.append(v)

@@ -250,6 +250,24 @@ def test_main_loop_prefers_the_loop_with_most_ffma():
     assert math.isnan(sass.loop_histogram(instrs[:1])["loop_lds_per_ffma"])
 
 
+def test_main_loop_is_an_innermost_loop():
+    """A loop that holds the main loop (a loop over tiles, with peeled phases outside the inner
+    one) has more FFMA than the main loop but is not it."""
+    lines = [
+        "/*0000*/ FFMA R0, R1, R2, R0 ;",
+        "/*0010*/ FFMA R0, R1, R2, R0 ;",
+        "/*0020*/ FFMA R0, R1, R2, R0 ;",
+        "/*0030*/ LDS.128 R4, [R8] ;",
+        "/*0040*/ FFMA R0, R1, R2, R0 ;",
+        "/*0050*/ @P0 BRA 0x30 ;",  # the inner loop: 1 FFMA, 1 LDS.128
+        "/*0060*/ FFMA R0, R1, R2, R0 ;",
+        "/*0070*/ @P1 BRA 0x0 ;",  # the outer loop: 5 FFMA
+        "/*0080*/ EXIT ;",
+    ]
+    instrs = sass.parse_sass("\n".join("        " + ln for ln in lines))[""]
+    assert [i.addr for i in sass.main_loop(instrs)] == [0x30, 0x40, 0x50]
+
+
 def test_ptxas_report_is_parsed_per_function():
     log = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function 'a' for 'sm_90'

@@ -218,14 +218,16 @@ def find_loops(instrs: Sequence[Instr]) -> list[tuple[int, int]]:
 
 
 def main_loop(instrs: Sequence[Instr]) -> list[Instr]:
-    """The body of the loop with the most FFMA (ties: the shortest); [] when there is no loop."""
-    best: tuple[int, int] | None = None
-    best_key = None
-    for start, end in find_loops(instrs):
-        ffma = sum(1 for ins in instrs[start : end + 1] if ins.base == "FFMA")
-        key = (ffma, -(end - start))
-        if best_key is None or key > best_key:
-            best, best_key = (start, end), key
+    """The body of the innermost loop with the most FFMA (ties: the shortest); [] when there is
+    no loop. Innermost: it holds no other loop with FFMA (a persistent kernel's loop over tiles
+    holds the main loop, and more FFMA than it: its peeled phases)."""
+    def ffma(start: int, end: int) -> int:
+        return sum(1 for ins in instrs[start : end + 1] if ins.base == "FFMA")
+
+    loops = [(s, e) for s, e in find_loops(instrs) if ffma(s, e)]
+    inner = [(s, e) for s, e in loops
+             if not any((s2, e2) != (s, e) and s <= s2 and e2 <= e for s2, e2 in loops)]
+    best = max(inner, key=lambda se: (ffma(*se), -(se[1] - se[0])), default=None)
     return list(instrs[best[0] : best[1] + 1]) if best else []
 
 

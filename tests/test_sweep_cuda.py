@@ -1,0 +1,46 @@
+"""study.sweep_cuda: the parameters it finds in a .cu, the space it covers, the shared memory of a
+variant. CPU only (the sweep itself needs a GPU)."""
+
+import pytest
+
+from study import kernels, sweep_cuda
+from study.errors import InputError
+from study.registration import source_text
+
+
+def test_parameters_are_read_from_the_cu_and_what_it_includes():
+    assert sweep_cuda.parameters(kernels.get("K11"))[-1] == "STAGES"
+    k12 = sweep_cuda.parameters(kernels.get("K12"))
+    assert "COPY_STEPS" in k12 and "STAGES" not in k12
+    # the text searched holds the local includes: common.cuh's flag definitions
+    assert "#define SGEMM_VEC4" in source_text(kernels.get("K10").source)
+
+
+def test_a_kernel_without_parameters_is_refused_by_name():
+    with pytest.raises(InputError, match="K6: its .cu does not leave BM"):
+        sweep_cuda.parameters(kernels.get("K6"))
+
+
+def test_k12_space_searches_where_the_copies_sit():
+    k = kernels.get("K12")
+    space = sweep_cuda.space(k, smem_limit=227 * 1024)
+    keys = [tuple(sorted(v.items())) for v in space]
+    assert len(keys) == len(set(keys))
+    assert {v["COPY_STEPS"] for v in space} == {1, 2, 4}
+    assert {v["BK"] for v in space} == {8, 16}
+    for v in space:
+        assert 32 * v["WARPS_M"] * v["WARPS_N"] in (128, 256)
+        assert sweep_cuda.lane_map_ok(v["BM"], v["BN"], v["TM"], v["TN"], v["WARPS_M"], v["WARPS_N"])
+
+
+@pytest.mark.parametrize("values, expected", [
+    # A stage 16 x (128 + 4) x 4 B = 8448, B stage 16 x 256 x 4 B = 16384: a 16 KiB stride; four
+    # stages and two strides of slack to align the base
+    (dict(BM=128, BN=256, BK=16, TM=16, TN=8, WARPS_M=2, WARPS_N=4, COPY_STEPS=4), 6 * 16384),
+    # BK = 8: A 4224 B, B 8192 B: an 8 KiB stride
+    (dict(BM=128, BN=256, BK=8, TM=16, TN=8, WARPS_M=2, WARPS_N=4, COPY_STEPS=4), 6 * 8192),
+    # 256 x 128 x 8: A 8 x 260 x 4 = 8320 B, just over 8 KiB
+    (dict(BM=256, BN=128, BK=8, TM=16, TN=8, WARPS_M=4, WARPS_N=2, COPY_STEPS=2), 6 * 16384),
+])
+def test_k12_shared_memory_follows_its_stage_stride(values, expected):
+    assert sweep_cuda.smem_bytes(kernels.get("K12"), values) == expected
