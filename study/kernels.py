@@ -375,6 +375,12 @@ KERNELS: tuple[Kernel, ...] = (
         source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K6",
         num_stages=3, options={"num_stages": 3},
     ),
+    Kernel(
+        "T12p", "triton", "twin of K12: 128x256x16 tile, 8 warps, 2 stages",
+        target="triton_kernels.t12_lean_twin:matmul", threads=256, tile=_t(128, 256, 16),
+        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K12",
+        num_stages=2, options={"num_stages": 2},
+    ),
     # Gluon twins (triton.experimental.gluon): the CUDA kernel's thread -> output map written out as
     # explicit layouts, so that the compiler chooses only the instruction schedule.
     Kernel(
