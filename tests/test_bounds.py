@@ -60,6 +60,14 @@ def test_combine_adds_latency_to_the_largest_bound_then_the_tail():
     assert (pred, bound) == (pytest.approx(1.0), "smem")  # a loop that does not wait: no latency
 
 
+def test_each_spill_reload_in_the_loop_is_one_more_exposed_latency():
+    # 2 LDL per trip in a loop that does not wait on its global loads: 2 x 800 / (100 x 16)
+    assert kernel_terms(exposed=False, spill_reloads=2)["latency"] == pytest.approx(1.0)
+    # a loop that waits on its loads and reloads once: (1 + 1) x 800 / 1600
+    assert kernel_terms(exposed=True, spill_reloads=1)["latency"] == pytest.approx(1.0)
+    assert bounds.waits(False, float("nan")) == 0.0  # no SASS: no reload counted
+
+
 def test_binding_resource_choice():
     # issue: 4.0 / 3.2 = 1.25 beats smem 1.0
     assert bounds.combine(kernel_terms(inst=4.0), 1.0)[1] == "issue"
@@ -93,10 +101,11 @@ def synthetic(eta_i=0.8, eta_s=0.9, lg=600.0):
         ("E", 1.5, 0.50, 32, 1024, True, 1.1),
         ("F", 2.6, 1.50, 64, 32, False, 1.0),
     ]
+    reloads = {"B": 2.0}  # B reloads two spilled values per trip
     out = []
     for kid, inst, wf, warps, trip, exposed, tail in rows:
         top = max(1.0 * 0.25, inst / (4 * eta_i), wf / eta_s, 0.01, 0.1 / 18.0)
-        lat = lg / (trip * warps) if exposed else 0.0
+        lat = lg * ((1 if exposed else 0) + reloads.get(kid, 0.0)) / (trip * warps)
         out.append(
             {
                 "kernel": kid,
@@ -113,6 +122,7 @@ def synthetic(eta_i=0.8, eta_s=0.9, lg=600.0):
                 "warps": warps,
                 "wfma_per_trip": trip,
                 "exposed": exposed,
+                "spill_reloads": reloads.get(kid, 0.0),
                 "tail": tail,
             }
         )

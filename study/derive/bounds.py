@@ -8,18 +8,21 @@ kernel and shape, in the cadence's units (cycles per warp FMA per SM, `docs/meth
     b_smem  = shared wavefronts per warp FMA / eta_smem            1 wavefront per cycle per SM
     b_l1    = L1 lines (tag lookups) per warp FMA x 1 cycle        L1TEX t-stage: 1 line per cycle
     b_dram  = DRAM bytes per warp FMA / (DRAM bytes per cycle per SM)
-    latency = exposed x L_glob / (warp FMAs per warp per loop trip x resident warps per SM)
+    latency = waits x L_glob / (warp FMAs per warp per loop trip x resident warps per SM)
+    waits   = exposed (1 when a loop trip waits on its own global loads, else 0)
+              + spill reloads (LDL in the main loop: each waits on local memory, past L1)
 
     predicted = (max(b_fma, b_issue, b_smem, b_l1, b_dram) + latency) x tail
 
 Three fitted constants, each a property of the GPU: ``eta_issue`` (the share of issue slots a
 scheduler sustains), ``eta_smem`` (the share of shared-memory wavefront slots sustained),
 ``L_glob`` (the global-load latency a loop trip exposes when it waits on its own loads: load,
-store to shared, barrier). The DRAM rate comes from gpu.json, the FMA floor from the lanes, the L1
-line rate is the hardware's one tag lookup per cycle: none of those is fitted.
+store to shared, barrier; a spilled value reloaded in the loop is priced as one more such wait).
+The DRAM rate comes from gpu.json, the FMA floor from the lanes, the L1 line rate is the
+hardware's one tag lookup per cycle: none of those is fitted.
 
 Inputs are counts only: instructions, fma-pipe instructions, shared-load wavefronts, global
-sectors and requests and DRAM bytes from Nsight Compute (ncu.csv); the main loop's FFMA, LDG and
+sectors and requests and DRAM bytes from Nsight Compute (ncu.csv); the main loop's FFMA, LDG, LDL and
 barrier counts and the theoretical occupancy from the SASS table (sass.csv); tiles, threads and
 the counted request ledger from the registry; shared-store conflict ways read off the ``.cu``
 files (``Counted.sts_ways_a``/``sts_ways_b`` in the registry). The measured time is never an
@@ -87,6 +90,7 @@ INPUT_COLUMNS = [
     "warps_from",
     "wfma_per_trip",
     "exposed",
+    "spill_reloads",
     "blocks",
     "blocks_per_sm",
     "tail",
@@ -142,11 +146,19 @@ def machine(gpu) -> Machine:
 # The arithmetic (pure, on numbers)
 
 
+def waits(exposed: bool, spill_reloads: float) -> float:
+    """Exposed global latencies per loop trip: one if the trip waits on its own loads, plus one
+    per spilled value reloaded (LDL) in the loop."""
+    return (1.0 if exposed else 0.0) + (spill_reloads if np.isfinite(spill_reloads) else 0.0)
+
+
 def terms(
-    *, inst, fma_inst, wavefronts, lines, dram_bytes, warps, wfma_per_trip, exposed, c: Constants, m: Machine
+    *, inst, fma_inst, wavefronts, lines, dram_bytes, warps, wfma_per_trip, exposed, c: Constants, m: Machine,
+    spill_reloads: float = 0.0,
 ) -> dict[str, float]:
     """The five bounds and the latency term, each in cycles per warp FMA per SM."""
-    lat = c.l_glob / (wfma_per_trip * warps) if exposed and wfma_per_trip > 0 and warps > 0 else 0.0
+    w = waits(exposed, spill_reloads)
+    lat = w * c.l_glob / (wfma_per_trip * warps) if w and wfma_per_trip > 0 and warps > 0 else 0.0
     return {
         "b_fma": fma_inst * m.fma_floor,
         "b_issue": inst / (SCHEDULERS * c.eta_issue),
@@ -270,6 +282,7 @@ def inputs(
         # a loop trip waits on its own global loads unless they were issued a trip ahead: one
         # barrier per trip (register prefetch into a second stage) or cp.async stages (no LDG)
         exposed = bool(s is not None and loop_ldg > 0 and loop_bar != 1)
+        spill_reloads = float(s.get("loop_LDL", 0) or 0) if s is not None else 0.0
         c = k.counted
         uncoalesced = bool(
             c is not None and c.req_per_fma is not None and c.req_per_fma > seed_model.REQUEST_BOUND_ABOVE
@@ -309,6 +322,7 @@ def inputs(
                 "warps_from": warps_from,
                 "wfma_per_trip": loop_ffma,
                 "exposed": exposed,
+                "spill_reloads": spill_reloads,
                 "blocks": blocks,
                 "blocks_per_sm": bps,
                 "tail": tail_factor(blocks, bps, m.sms),
@@ -328,6 +342,7 @@ def _terms_row(r, c: Constants, m: Machine) -> dict[str, float]:
         warps=r["warps"],
         wfma_per_trip=r["wfma_per_trip"],
         exposed=bool(r["exposed"]),
+        spill_reloads=float(r.get("spill_reloads", 0.0)),
         c=c,
         m=m,
     )
@@ -396,9 +411,11 @@ def fit(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> Cons
             np.broadcast_to(col("dram_bytes_per_wfma") / m.dram_bytes_per_cycle_sm, full),
         ]
     )
+    reloads = sub["spill_reloads"] if "spill_reloads" in sub.columns else pd.Series(0.0, index=sub.index)
+    n_waits = np.array([waits(e, r) for e, r in zip(sub["exposed"].to_numpy(bool), reloads.to_numpy(float))])
     per_l = np.where(
-        sub["exposed"].to_numpy(bool),
-        1 / (sub["wfma_per_trip"].to_numpy(float) * sub["warps"].to_numpy(float)),
+        n_waits > 0,
+        n_waits / (sub["wfma_per_trip"].to_numpy(float) * sub["warps"].to_numpy(float)),
         0.0,
     )
     a = fixed * tail / y - 1  # residual at L = 0
