@@ -450,3 +450,25 @@ def test_import_chooses_no_matplotlib_backend():
     env = {**os.environ, "MPLBACKEND": "svg"}
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
     assert done.stdout.strip() == "svg", done.stderr
+
+
+def test_the_moved_ledger_is_the_one_that_changed_the_way_the_time_did():
+    from study.derive import counters
+
+    nan = float("nan")
+    base = dict(sectors_per_wfma=0.05, loads_per_fma=0.05, issue_per_ffma=1.15, wavefronts_per_wfma=0.1,
+                bar_per_phase=1.0, occupancy_pct=12.5)
+    # K11 -> K12 on the H200: loads per FMA rose 11% (4-byte copies), instructions per FFMA fell 5%;
+    # the rung is 1.11x faster, so the instructions explain it
+    after = dict(base, loads_per_fma=0.0555, issue_per_ffma=1.0925)
+    col, a, b, f = counters.moved_ledger(base, after, speedup=1.11)
+    assert (col, a, b) == ("issue_per_ffma", 1.15, 1.0925) and f == pytest.approx(0.95)
+    # the same change read as a slow-down: the ledger that rose
+    assert counters.moved_ledger(base, after, speedup=0.9)[0] == "loads_per_fma"
+    # occupancy is a benefit: halving it can explain a slow-down, not a speed-up
+    fewer = dict(base, occupancy_pct=6.25, bar_per_phase=1.2)
+    assert counters.moved_ledger(base, fewer, speedup=0.8)[0] == "occupancy_pct"
+    assert counters.moved_ledger(base, fewer, speedup=1.2)[0] == "occupancy_pct"  # none helped: all
+    # no speed-up known: the largest change either way
+    assert counters.moved_ledger(base, after, speedup=nan)[0] == "loads_per_fma"
+    assert counters.moved_ledger(dict(base, sectors_per_wfma=nan), dict.fromkeys(base, nan), 2.0) is None

@@ -154,8 +154,10 @@ def counters(ncu: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # The ladder: what each CUDA rung bought, and which ledger moved
 
-# ledger -> (column of the ladder table, how the report names it); the "moved" ledger is the one
-# whose value changed by the largest factor from the rung before
+# ledger column of the ladder table -> how the report names it. The "moved" ledger is the one
+# whose value changed by the largest factor from the rung before, among those that changed the
+# way the time did (a cost that fell for a speed-up, rose for a slow-down; occupancy, which hides
+# latency, the other way round), or among all of them when none did.
 LADDER_LEDGERS = {
     "sectors_per_wfma": "global sectors per warp FMA (ncu)",
     "loads_per_fma": "loads per FMA (counted)",
@@ -164,6 +166,30 @@ LADDER_LEDGERS = {
     "bar_per_phase": "barriers per phase (SASS main loop)",
     "occupancy_pct": "occupancy %",
 }
+HIGHER_IS_BETTER = {"occupancy_pct"}
+
+
+def moved_ledger(prev: dict, row: dict, speedup: float) -> tuple[str, float, float, float] | None:
+    """(column, before, after, factor) of the ledger that moved most from ``prev`` to ``row`` in the
+    direction of ``speedup`` (the rung before's time over this one's); None when no ledger has
+    two positive values."""
+    changed = []
+    for col in LADDER_LEDGERS:
+        a, b = float(prev[col]), float(row[col])
+        if np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0:
+            changed.append((col, a, b, b / a))
+    if not changed:
+        return None
+
+    def helps(c) -> bool:  # the change makes the rung faster
+        return c[3] > 1 if c[0] in HIGHER_IS_BETTER else c[3] < 1
+
+    pool = changed
+    if np.isfinite(speedup) and speedup != 1:
+        pool = [c for c in changed if helps(c) == (speedup > 1) and c[3] != 1] or changed
+    return max(pool, key=lambda c: abs(math.log(c[3])))
+
+
 LADDER_COLUMNS = [
     "kernel",
     "idea",
@@ -190,7 +216,7 @@ LADDER_COLUMNS = [
 def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFrame | None) -> pd.DataFrame:
     """Per CUDA rung timed in the main experiment, in ladder order: its speed, its speed-up over the
     rung before, its ledgers (counted, SASS, counters) and the ledger that moved most from the rung
-    before (by the factor of change)."""
+    before, the way its time moved (:func:`moved_ledger`)."""
     main = by_kernel(main_rows(ledger))
     s = by_kernel(sass) if sass is not None and "kernel" in sass.columns else {}
     c = by_kernel(counters_) if counters_ is not None and len(counters_) else {}
@@ -227,13 +253,7 @@ def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFr
             "moved_factor": NAN,
         }
         if prev is not None:
-            best = None
-            for col in LADDER_LEDGERS:
-                a, b = float(prev[col]), float(row[col])
-                if np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0:
-                    f = b / a
-                    if best is None or abs(math.log(f)) > abs(math.log(best[3])):
-                        best = (col, a, b, f)
+            best = moved_ledger(prev, row, row["speedup"])
             if best is not None:
                 row.update(
                     moved=LADDER_LEDGERS[best[0]], moved_from=best[1], moved_to=best[2], moved_factor=best[3]

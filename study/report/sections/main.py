@@ -203,7 +203,9 @@ def section_ladder(run: Run) -> list[str]:
         "loads per FMA counted from the code, SASS instructions per FFMA in the main loop (the issue "
         "ledger), shared-memory wavefronts per warp FMA (Nsight Compute), barriers per phase in the SASS "
         "main loop, registers and theoretical occupancy — and the issue rate and FMA-pipe use the "
-        "counters measured. *Moved*: the ledger that changed by the largest factor from the rung before.",
+        "counters measured. *Moved*: the ledger that changed by the largest factor from the rung before, "
+        "among those that changed the way the time did (a cost that fell for a speed-up, rose for a "
+        "slow-down; occupancy the other way round).",
         "",
     ]
     rows = [
