@@ -150,26 +150,26 @@ def _defines(path: Path, seen: set[Path] | None = None) -> dict[str, str]:
     return out
 
 
-def source_text(source: str | Path) -> str:
-    """The text of a kernel's ``.cu`` followed by that of the local files it ``#include "..."``s
-    (recursively, each once): where its ``#ifndef`` parameters may be written."""
+def source_closure(source: str | Path) -> list[Path]:
+    """A kernel's source and every local file it ``#include "..."``s, recursively, each once: the
+    files its compilation reads (the source first)."""
     path = Path(source)
-    path = path if path.is_absolute() else REPO / path
-    parts: list[str] = []
-    seen: set[Path] = set()
+    out: list[Path] = []
+    todo = [(path if path.is_absolute() else REPO / path).resolve()]
+    while todo:
+        p = todo.pop()
+        if p in out or not p.is_file():
+            continue
+        out.append(p)
+        code = _code(p.read_text(errors="replace"))
+        todo.extend((p.parent / name).resolve() for name in _INCLUDE.findall(code))
+    return out
 
-    def walk(p: Path) -> None:
-        p = p.resolve()
-        if p in seen or not p.is_file():
-            return
-        seen.add(p)
-        text = p.read_text(errors="replace")
-        parts.append(text)
-        for name in _INCLUDE.findall(_code(text)):
-            walk(p.parent / name)
 
-    walk(path)
-    return "\n".join(parts)
+def source_text(source: str | Path) -> str:
+    """The text of a kernel's ``.cu`` followed by that of the local files it includes
+    (:func:`source_closure`): where its ``#ifndef`` parameters may be written."""
+    return "\n".join(p.read_text(errors="replace") for p in source_closure(source))
 
 
 def _call_arguments(code: str, start: int, what: str) -> list[str]:

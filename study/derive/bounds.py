@@ -342,7 +342,7 @@ def _terms_row(r, c: Constants, m: Machine) -> dict[str, float]:
         warps=r["warps"],
         wfma_per_trip=r["wfma_per_trip"],
         exposed=bool(r["exposed"]),
-        spill_reloads=float(r.get("spill_reloads", 0.0)),
+        spill_reloads=float(r["spill_reloads"]),
         c=c,
         m=m,
     )
@@ -411,8 +411,8 @@ def fit(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> Cons
             np.broadcast_to(col("dram_bytes_per_wfma") / m.dram_bytes_per_cycle_sm, full),
         ]
     )
-    reloads = sub["spill_reloads"] if "spill_reloads" in sub.columns else pd.Series(0.0, index=sub.index)
-    n_waits = np.array([waits(e, r) for e, r in zip(sub["exposed"].to_numpy(bool), reloads.to_numpy(float))])
+    n_waits = np.array([waits(e, r) for e, r in zip(sub["exposed"].to_numpy(bool),
+                                                     sub["spill_reloads"].to_numpy(float))])
     per_l = np.where(
         n_waits > 0,
         n_waits / (sub["wfma_per_trip"].to_numpy(float) * sub["warps"].to_numpy(float)),

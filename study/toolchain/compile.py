@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 from study import arch as arches
+from study.registration import source_closure
 from study.toolchain.tools import nvcc_version_text, require_nvcc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,23 +39,6 @@ def cache_dir() -> Path:
     path = Path(env).expanduser() if env else Path.home() / ".cache" / "sgemm-ledgers" / "sass"
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
-
-
-def _source_closure(src: Path) -> list[Path]:
-    """The source and every local ``#include "..."`` it pulls in, recursively."""
-    seen: list[Path] = []
-    todo = [src.resolve()]
-    while todo:
-        path = todo.pop()
-        if path in seen or not path.is_file():
-            continue
-        seen.append(path)
-        for name in _INCLUDE.findall(path.read_text(errors="replace")):
-            todo.append((path.parent / name).resolve())
-    return seen
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -91,7 +75,7 @@ def compile_cuda(kernel, arch="sm_90", defines: dict | None = None) -> Path:
     h = hashlib.sha256()
     for part in (sm, nvcc_version_text(nvcc), " ".join(NVCC_FLAGS), " ".join(dflags)):
         h.update(part.encode() + b"\0")
-    for path in _source_closure(src):
+    for path in source_closure(src):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     stem = f"{src.stem}-{sm}-{h.hexdigest()[:20]}"
     cubin = cache_dir() / f"{stem}.cubin"
