@@ -185,9 +185,9 @@ def _write_bounds(write, table, ncu, sass_df, gpu, loo, seed_ledgers, prediction
     write(rd_files.LOO, pd.concat([x for x in (seed_loo, bm.loo) if x is not None], ignore_index=True))
     write(rd_files.BOUNDS, bm.predictions)
     write(rd_files.BOUND_CONSTANTS, bound_tables.constants_table(bm.constants, bounds.machine(gpu)))
-    write(rd_files.BOUND_STEPS, bound_tables.steps(bm.predictions))
+    write(rd_files.BOUND_STEPS, bound_tables.steps(bm.predictions, bm.constants.shape))
     write(rd_files.BOUND_FINDINGS, bound_tables.findings(bm.predictions, bm.constants, bm.loo, errors))
-    write(rd_files.BOUND_TRAVEL, bound_tables.travel(table, bm.inputs, seed_ledgers))
+    write(rd_files.BOUND_TRAVEL, bound_tables.travel(table, bm.inputs, seed_ledgers, bm.left_out))
     write(rd_files.MODEL_ERRORS, errors)
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from study import kernels as registry
 from study.derive import model as seed_model
-from study.derive.bounds import METHOD, NAN, T_LINE, Constants, Machine
+from study.derive.bounds import METHOD, NAN, RESOURCES, T_LINE, Constants, Machine, at_shape
 from study.rows import order
 
 CONSTANT_COLUMNS = ["constant", "value", "unit", "meaning", "fitted", "kernels"]
@@ -39,7 +39,8 @@ def constants_table(c: Constants, m: Machine) -> pd.DataFrame:
             "L_glob",
             c.l_glob,
             "cycles",
-            "global-load latency a loop trip exposes when it waits on its own loads",
+            "global-load latency a loop trip exposes when it waits on its own loads (overlapped on the "
+            "shared-memory pipe by the other resident blocks' wavefronts)",
             True,
         ),
         ("fma_floor", m.fma_floor, "cycles", "32 / FP32 lanes per SM", False),
@@ -48,7 +49,7 @@ def constants_table(c: Constants, m: Machine) -> pd.DataFrame:
             "dram_bytes_per_cycle_sm",
             m.dram_bytes_per_cycle_sm,
             "B/cycle",
-            "DRAM peak / (SMs x SM clock)",
+            f"{m.roof_from} / (SMs x SM clock)",
             False,
         ),
     ]
@@ -119,7 +120,10 @@ def model_errors(pred: pd.DataFrame, c: Constants, seed: pd.DataFrame) -> pd.Dat
             "measured_cadence": pred["measured_cadence"],
             "predicted_cadence": pred["predicted_cadence"],
             "error_pct": pred["error_pct"],
-            "role": ["fitted" if k in c.kernels else "predicted" for k in pred["kernel"]],
+            "role": [
+                "fitted" if k in c.kernels and c.shape == (int(M), int(N), int(K)) else "predicted"
+                for k, M, N, K in zip(pred["kernel"], pred["M"], pred["N"], pred["K"])
+            ],
             "bound": pred["bound"],
         },
         columns=ERROR_COLUMNS,
@@ -142,10 +146,12 @@ def _term(r, resource: str) -> float:
     return float(r["latency"] if resource == "latency" else r[f"b_{resource}"])
 
 
-def steps(pred: pd.DataFrame) -> pd.DataFrame:
-    """Per rung of the CUDA ladder (registry order) over the one before: the binding resource each
-    side, the measured and predicted speed-up, and how the binding terms (and the exposed latency,
-    where either side has one) moved, in cycles per warp FMA."""
+def steps(pred: pd.DataFrame, shape: tuple[int, int, int] | None = None) -> pd.DataFrame:
+    """Per rung of the CUDA ladder (registry order) over the one before, at ``shape`` (default: the
+    first row's): the binding resource each side, the measured and predicted speed-up, and how the
+    binding terms (and the exposed latency, where either side has one) moved, in cycles per warp FMA."""
+    if len(pred):
+        pred = at_shape(pred, shape or tuple(int(v) for v in pred.iloc[0][["M", "N", "K"]]))
     by = {r["kernel"]: r for _, r in pred.iterrows()}
     ladder = [k.id for k in registry.cuda_ladder() if k.id in by]
     rows = []
@@ -182,7 +188,10 @@ def findings(
     band: float = 10.0,
     k1_band: float = 15.0,
 ) -> pd.DataFrame:
-    """The numbers the report states about the bound model, computed here once."""
+    """The numbers the report states about the bound model, computed here once: at the fit shape,
+    then per other shape with counters (``shape_findings``)."""
+    everywhere = pred
+    pred = at_shape(pred, c.shape) if c.shape is not None else pred
     uncoal = [
         k.id
         for k in registry.request_ledger_kernels()
@@ -257,15 +266,72 @@ def findings(
     for r in sorted(set(pred["bound"]), key=lambda b: list(NAMES).index(b)):
         ks = pred[pred["bound"] == r]["kernel"]
         rows.append((f"bound: {NAMES[r]}", float(len(ks)), ",".join(ks), ""))
+    rows += shape_findings(everywhere, c, band)
     return pd.DataFrame([dict(zip(FINDING_COLUMNS, r)) for r in rows], columns=FINDING_COLUMNS)
+
+
+def _dims(M, N, K) -> str:
+    return f"{int(M)}×{int(N)}×{int(K)}"
+
+
+def why_off(r) -> str:
+    """Where a prediction fails and why, from the row's own numbers: the term that binds against
+    the measured cadence (tail removed), the runner-up, and what the binding count would have to
+    be for the prediction to hold."""
+    t = {x: float(r[f"b_{x}"]) for x in RESOURCES if np.isfinite(float(r[f"b_{x}"]))}
+    lat = float(r["latency"])
+    meas = float(r["measured_cadence"]) / float(r["tail"])
+    res = str(r["bound"]) if str(r["bound"]) in t else max(t, key=t.get)
+    second = max((x for x in t if x != res), key=t.get, default=None)
+    part = f"{NAMES[res].removesuffix(' bound')} term {t[res]:.3g}"
+    if lat > 0 and res != "dram":
+        part += f" + latency {lat:.3g}"
+    part += f" vs measured {meas:.3g} cycles/warp FMA (tail {float(r['tail']):.3g} removed)"
+    if second is not None:
+        part += f"; next: {NAMES[second].removesuffix(' bound')} {t[second]:.3g}"
+    blocks = float(r["blocks"])
+    grid = f"{int(blocks)} blocks" if np.isfinite(blocks) else "grid unknown"
+    if res == "dram":  # the share of the term's roof the kernel's bytes moved at
+        part += (f"; its {float(r['dram_bytes_per_wfma']):.3g} DRAM bytes per warp FMA moved at "
+                 f"{t[res] / meas * 100:.0f}% of the roof the term assumes")
+    if float(r["error_pct"]) > 0:
+        if res != "dram":
+            part += f"; it runs {(t[res] / meas - 1) * 100:.0f}% faster than that term allows"
+    else:
+        part += (f"; every term together explains {max(t.values()) / meas * 100:.0f}% of the measured cadence "
+                 f"({grid}, {float(r['warps']):.0f} resident warps per SM)")
+    return part
+
+
+def shape_findings(pred: pd.DataFrame, c: Constants, band: float = 10.0) -> list[tuple]:
+    """Per shape other than the fit shape: mean |error|, the kernels outside ±band and, for each,
+    where the prediction fails and why (``why_off``)."""
+    rows = []
+    others = pred.drop_duplicates(["M", "N", "K"])[["M", "N", "K"]]
+    for _, s in others.iterrows():
+        shape = (int(s["M"]), int(s["N"]), int(s["K"]))
+        if shape == c.shape:
+            continue
+        at = at_shape(pred, shape)
+        out = at[at["error_pct"].abs() > band]
+        rows.append((f"at {_dims(*shape)}: mean |error| (predicted with the fit-shape constants)",
+                     at["error_pct"].abs().mean(), ",".join(at["kernel"]),
+                     "bound: " + ", ".join(f"{k} {NAMES[b].removesuffix(' bound')}"
+                                           for k, b in zip(at["kernel"], at["bound"]))))
+        rows.append((f"at {_dims(*shape)}: kernels outside ±{band:g}%", float(len(out)), ",".join(out["kernel"]), ""))
+        for _, r in out.iterrows():
+            rows.append((f"at {_dims(*shape)}: {r['kernel']} error", float(r["error_pct"]), r["kernel"], why_off(r)))
+    return rows
 
 
 TRAVEL_COLUMNS = ["where", "M", "N", "K", "kernels", "applied", "why"]
 
 
-def travel(ledger: pd.DataFrame, inp: pd.DataFrame, seed_ledger: pd.DataFrame | None) -> pd.DataFrame:
+def travel(
+    ledger: pd.DataFrame, inp: pd.DataFrame, seed_ledger: pd.DataFrame | None, left_out: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Where the model can be applied: each shape of the run (and the seed GPU's replay) with
-    whether its count inputs exist."""
+    whether its count inputs exist, and for which kernels."""
     have = {(int(M), int(N), int(K)) for M, N, K in zip(inp["M"], inp["N"], inp["K"])} if len(inp) else set()
     rows = []
     shapes = ledger.drop_duplicates(["M", "N", "K"])
@@ -293,7 +359,7 @@ def travel(ledger: pd.DataFrame, inp: pd.DataFrame, seed_ledger: pd.DataFrame | 
                 "K": s[2],
                 "kernels": len(ks),
                 "applied": ok,
-                "why": "ncu counters and SASS for every profiled kernel"
+                "why": _travel_why(s, inp, left_out)
                 if ok
                 else "no ncu counters at this shape (instructions, wavefronts, sectors per warp FMA are "
                 "shape-dependent: the compiled loop, tails and edge guards change them)",
@@ -313,6 +379,16 @@ def travel(ledger: pd.DataFrame, inp: pd.DataFrame, seed_ledger: pd.DataFrame | 
             }
         )
     return pd.DataFrame(rows, columns=TRAVEL_COLUMNS)
+
+
+def _travel_why(s, inp: pd.DataFrame, left_out: pd.DataFrame | None) -> str:
+    ks = sorted(set(at_shape(inp, s)["kernel"]), key=order)
+    why = f"ncu counters and a time for {len(ks)} kernel(s): {', '.join(ks)}"
+    if left_out is not None and len(left_out):
+        lo = at_shape(left_out, s)
+        if len(lo):
+            why += "; counters not taken: " + "; ".join(f"{k} ({w})" for k, w in zip(lo["kernel"], lo["why"]))
+    return why
 
 
 def not_fitted(reason: str) -> pd.DataFrame:

@@ -12,22 +12,37 @@ kernel and shape, in the cadence's units (cycles per warp FMA per SM, `docs/meth
     waits   = exposed (1 when a loop trip waits on its own global loads, else 0)
               + spill reloads (LDL in the main loop: each waits on local memory, past L1)
 
-    predicted = (max(b_fma, b_issue, b_smem, b_l1, b_dram) + latency) x tail
+    predicted = max(b_fma + latency, b_issue + latency, b_l1 + latency,
+                    b_smem, b_smem / blocks + latency, b_dram) x tail
+
+The exposed latency stalls a block's instruction stream (its warps wait at the scoreboard, then
+at the barrier), so it adds to the issue, FMA and L1 terms. The shared-memory pipe works off a
+queue that every resident block feeds: while one block waits, the others' wavefronts keep it
+busy, so a trip of the pipe takes the larger of all blocks' wavefronts (``b_smem``) and one
+block's wavefronts plus its wait (``b_smem / blocks + latency``): Hong & Kim's
+computation-covers-memory case, at the granularity of a block, since the barrier makes a block
+wait as one. With one block resident the barrier drains the queue and the wait adds in full. The
+DRAM term has no latency: a stream bound by bandwidth keeps its requests in flight.
 
 Three fitted constants, each a property of the GPU: ``eta_issue`` (the share of issue slots a
 scheduler sustains), ``eta_smem`` (the share of shared-memory wavefront slots sustained),
 ``L_glob`` (the global-load latency a loop trip exposes when it waits on its own loads: load,
 store to shared, barrier; a spilled value reloaded in the loop is priced as one more such wait).
-The DRAM rate comes from gpu.json, the FMA floor from the lanes, the L1 line rate is the
-hardware's one tag lookup per cycle: none of those is fitted.
+The DRAM rate is the measured read roof of gpu.json (``read_gbps``), else the datasheet peak; the
+FMA floor comes from the lanes, the L1 line rate is the hardware's one tag lookup per cycle: none
+of those is fitted. The constants are fitted at one shape (the one holding most of the fit set);
+every other (kernel, shape) with counters and a time is predicted with them.
 
 Inputs are counts only: instructions, fma-pipe instructions, shared-load wavefronts, global
-sectors and requests and DRAM bytes from Nsight Compute (ncu.csv); the main loop's FFMA, LDG, LDL and
-barrier counts and the theoretical occupancy from the SASS table (sass.csv); tiles, threads and
-the counted request ledger from the registry; shared-store conflict ways read off the ``.cu``
-files (``Counted.sts_ways_a``/``sts_ways_b`` in the registry). The measured time is never an
-input: it is only the target of the fit.
-Stall ratios are not used (they are normalised by issue-active cycles, a function of the time).
+sectors and requests and DRAM bytes from Nsight Compute (ncu.csv); the main loop's FFMA, LDG, STS,
+LDGSTS, LDL and barrier counts and the theoretical occupancy from the SASS table (sass.csv); tiles,
+threads and the counted request ledger from the registry; shared-store conflict ways read off the
+``.cu`` files (``Counted.sts_ways_a``/``sts_ways_b`` in the registry). Store wavefronts are
+counted for tiles stored through registers (STS in the loop); a tile copied by cp.async (LDGSTS,
+no STS in the loop) reaches shared memory by the L1's fill path, as a global load's line does,
+and is not counted on the shared-memory pipe. The measured time is never an input: it is only
+the target of the fit. Stall ratios are not used (they are normalised by issue-active cycles, a
+function of the time).
 """
 
 from __future__ import annotations
@@ -91,11 +106,12 @@ INPUT_COLUMNS = [
     "wfma_per_trip",
     "exposed",
     "spill_reloads",
+    "stores",
     "blocks",
     "blocks_per_sm",
     "tail",
 ]
-TERM_COLUMNS = ["b_fma", "b_issue", "b_smem", "b_l1", "b_dram", "latency"]
+TERM_COLUMNS = ["b_fma", "b_issue", "b_smem", "b_l1", "b_dram", "latency", "latency_smem"]
 
 
 @dataclass(frozen=True)
@@ -118,16 +134,26 @@ class Machine:
     lanes: int
     sms: int
     sm_clock_mhz: float
-    dram_gbps: float
+    dram_gbps: float  # the datasheet peak
     max_warps: int
+    read_gbps: float | None = None  # the measured read roof (gpu.json), where the run measured it
 
     @property
     def fma_floor(self) -> float:
         return 32 / self.lanes
 
     @property
+    def roof_gbps(self) -> float:
+        """The DRAM rate the model uses: the measured read roof, else the datasheet peak."""
+        return float(self.read_gbps) if self.read_gbps else self.dram_gbps
+
+    @property
+    def roof_from(self) -> str:
+        return "measured read roof (gpu.json read_gbps)" if self.read_gbps else "datasheet DRAM peak"
+
+    @property
     def dram_bytes_per_cycle_sm(self) -> float:
-        return self.dram_gbps * 1e9 / (self.sms * self.sm_clock_mhz * 1e6)
+        return self.roof_gbps * 1e9 / (self.sms * self.sm_clock_mhz * 1e6)
 
 
 def machine(gpu) -> Machine:
@@ -137,8 +163,10 @@ def machine(gpu) -> Machine:
         warps = arch.get(gpu.cc).max_warps_per_sm
     except Exception:  # an unknown capability: occupancy from the SASS table cannot be scaled
         warps = 0
+    read = getattr(gpu, "read_gbps", None)
     return Machine(
-        int(gpu.fp32_lanes_per_sm), int(gpu.sms), float(gpu.sm_clock_mhz), float(gpu.dram_gbps()), int(warps)
+        int(gpu.fp32_lanes_per_sm), int(gpu.sms), float(gpu.sm_clock_mhz), float(gpu.dram_gbps()), int(warps),
+        float(read) if read else None,
     )
 
 
@@ -154,28 +182,43 @@ def waits(exposed: bool, spill_reloads: float) -> float:
 
 def terms(
     *, inst, fma_inst, wavefronts, lines, dram_bytes, warps, wfma_per_trip, exposed, c: Constants, m: Machine,
-    spill_reloads: float = 0.0,
+    spill_reloads: float = 0.0, blocks_per_sm: float = 1.0,
 ) -> dict[str, float]:
-    """The five bounds and the latency term, each in cycles per warp FMA per SM."""
+    """The five bounds and the latency terms, each in cycles per warp FMA per SM.
+
+    ``latency``: the exposed waits shared by the resident warps. ``latency_smem``: what of it the
+    shared-memory pipe loses, the wait less the other resident blocks' wavefronts
+    (``(blocks - 1) / blocks x b_smem``), at least 0; all of it with one block resident."""
     w = waits(exposed, spill_reloads)
     lat = w * c.l_glob / (wfma_per_trip * warps) if w and wfma_per_trip > 0 and warps > 0 else 0.0
+    b_smem = wavefronts / c.eta_smem
+    blocks = blocks_per_sm if np.isfinite(blocks_per_sm) and blocks_per_sm >= 1 else 1.0
     return {
         "b_fma": fma_inst * m.fma_floor,
         "b_issue": inst / (SCHEDULERS * c.eta_issue),
-        "b_smem": wavefronts / c.eta_smem,
+        "b_smem": b_smem,
         "b_l1": lines * T_LINE,
         "b_dram": dram_bytes / m.dram_bytes_per_cycle_sm,
         "latency": lat,
+        "latency_smem": max(0.0, lat - (blocks - 1) / blocks * b_smem) if np.isfinite(b_smem) else lat,
     }
 
 
+def totals(t: dict[str, float]) -> dict[str, float]:
+    """Per resource: its bound plus the latency it does not overlap (cycles per warp FMA)."""
+    lat = t["latency"]
+    add = {"fma": lat, "issue": lat, "smem": t.get("latency_smem", lat), "l1": lat, "dram": 0.0}
+    return {r: t[f"b_{r}"] + add[r] for r in RESOURCES if np.isfinite(t[f"b_{r}"])}
+
+
 def combine(t: dict[str, float], tail: float) -> tuple[float, str]:
-    """(predicted cadence, binding resource): the largest bound plus the exposed latency, times the
-    tail. The binding resource is the largest bound, or "latency" when the exposed latency exceeds it."""
-    b = {r: t[f"b_{r}"] for r in RESOURCES if np.isfinite(t[f"b_{r}"])}
-    top = max(b, key=b.get)
-    bound = "latency" if t["latency"] > b[top] else top
-    return (b[top] + t["latency"]) * tail, bound
+    """(predicted cadence, binding resource): the largest of the bounds, each with the latency it
+    does not overlap (``totals``), times the tail. The binding resource is that one, or "latency"
+    when its added latency exceeds its bound."""
+    tot = totals(t)
+    top = max(tot, key=tot.get)
+    bound = "latency" if tot[top] - t[f"b_{top}"] > t[f"b_{top}"] else top
+    return tot[top] * tail, bound
 
 
 def tail_factor(blocks: float, blocks_per_sm: float, sms: int) -> float:
@@ -240,12 +283,27 @@ def _tile_threads(kid: str, config) -> tuple[tuple[int, int, int] | None, int | 
     return k.tile, k.threads
 
 
-def inputs(
+def _contiguous(at: pd.DataFrame) -> pd.DataFrame:
+    """The rows timed on contiguous operands: ncu profiles a shape with its natural strides, so a
+    padded-storage row (``ld`` set) is not the profiled launch."""
+    if "ld" not in at.columns:
+        return at
+    ld = pd.to_numeric(at["ld"], errors="coerce")
+    return at[ld.isna()]
+
+
+def _config(cfg) -> dict:
+    return json.loads(cfg) if isinstance(cfg, str) and cfg.startswith("{") else {}
+
+
+def _inputs(
     ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, m: Machine
-) -> pd.DataFrame:
-    """One row per (kernel, shape) that has both a time and counters: the model's count inputs."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(inputs, left out): the count inputs of every (kernel, shape) with counters and a time, and
+    the (kernel, shape)s with counters that the model cannot take, with why."""
+    skipped: list[dict] = []
     if ncu is None or ledger is None or ledger.empty:
-        return pd.DataFrame(columns=INPUT_COLUMNS)
+        return pd.DataFrame(columns=INPUT_COLUMNS), pd.DataFrame(columns=SKIP_COLUMNS)
     wide = ncu_wide(ncu)
     sx = (
         sass.drop_duplicates("kernel", keep="last").set_index("kernel")
@@ -255,12 +313,19 @@ def inputs(
     rows = []
     for _, w in wide.iterrows():
         kid = w["kernel"]
+        M, N, K = w["M"], w["N"], w["K"]
+
+        def skip(why, kid=kid, M=M, N=N, K=K):
+            skipped.append({"kernel": kid, "M": M, "N": N, "K": K, "why": why})
+
         if kid not in registry.BY_ID:
+            skip("not in the registry")
             continue
         k = registry.BY_ID[kid]
-        M, N, K = w["M"], w["N"], w["K"]
         at = ledger[(ledger["kernel"] == kid) & (ledger["M"] == M) & (ledger["N"] == N) & (ledger["K"] == K)]
+        at = _contiguous(at)
         if at.empty:
+            skip("counters but no time on contiguous operands at this shape")
             continue
         meas = float(pd.to_numeric(at["cadence"], errors="coerce").median())
         wfma = M * N * K / 32
@@ -268,8 +333,15 @@ def inputs(
         def get(key, w=w, wfma=wfma):
             return float(w.get(NCU[key], NAN)) / wfma
 
-        tile, threads = _tile_threads(kid, at["config"].iloc[-1] if "config" in at.columns else None)
+        config = at["config"].iloc[-1] if "config" in at.columns else None
         s = sx.loc[kid] if kid in sx.index else None
+        compiled = _config(s.get("config")) if s is not None else {}
+        if k.tuned and compiled and any(_config(config).get(n) != v for n, v in compiled.items()):
+            # the SASS table holds the compile of one tuned config: its loop counts and occupancy
+            # are not this launch's
+            skip(f"the autotuner picked another config here than the one compiled into sass.csv ({config})")
+            continue
+        tile, threads = _tile_threads(kid, config)
         # resident warps: theoretical occupancy from the SASS table; cuBLAS has none, so ncu's
         # active warps (a residency count, not a time) stand in
         if s is not None and pd.notna(s.get("occupancy_pct")) and m.max_warps:
@@ -279,6 +351,8 @@ def inputs(
         loop_ffma = float(s["loop_FFMA"]) if s is not None and pd.notna(s.get("loop_FFMA")) else NAN
         loop_ldg = float(s.get("loop_LDG", 0) or 0) if s is not None else 0.0
         loop_bar = float(s.get("loop_BAR", 0) or 0) if s is not None else NAN
+        loop_sts = float(s.get("loop_STS", 0) or 0) if s is not None else NAN
+        loop_ldgsts = float(s.get("loop_LDGSTS", 0) or 0) if s is not None else NAN
         # a loop trip waits on its own global loads unless they were issued a trip ahead: one
         # barrier per trip (register prefetch into a second stage) or cp.async stages (no LDG)
         exposed = bool(s is not None and loop_ldg > 0 and loop_bar != 1)
@@ -288,11 +362,19 @@ def inputs(
             c is not None and c.req_per_fma is not None and c.req_per_fma > seed_model.REQUEST_BOUND_ABOVE
         )
         ld_wf = get("wavefronts")
-        if tile is not None:
+        # how the loop fills its shared tile: STS from registers (counted on the shared-memory
+        # pipe), cp.async (LDGSTS, no STS: the L1's fill path, not counted)
+        if tile is None:
+            stores = "none"  # no shared tile (K1, K2) or unknown (cuBLAS)
+        elif s is not None and loop_sts == 0 and loop_ldgsts > 0:
+            stores = "cp.async"
+        else:
+            stores = "STS"
+        if stores == "STS":
             ways = (c.sts_ways_a, c.sts_ways_b) if c is not None else (1, 1)
             st_wf = store_wavefronts(tile[0], tile[1], ways)
         else:
-            st_wf = 0.0  # no shared tile (K1, K2) or unknown (cuBLAS)
+            st_wf = 0.0
         sectors, requests = get("sectors"), get("requests")
         if tile is not None and threads:
             blocks = math.ceil(M / tile[0]) * math.ceil(N / tile[1])
@@ -323,13 +405,30 @@ def inputs(
                 "wfma_per_trip": loop_ffma,
                 "exposed": exposed,
                 "spill_reloads": spill_reloads,
+                "stores": stores,
                 "blocks": blocks,
                 "blocks_per_sm": bps,
                 "tail": tail_factor(blocks, bps, m.sms),
             }
         )
     out = pd.DataFrame(rows, columns=INPUT_COLUMNS)
-    return in_order(out).reset_index(drop=True) if len(out) else out
+    out = in_order(out).reset_index(drop=True) if len(out) else out
+    return out, pd.DataFrame(skipped, columns=SKIP_COLUMNS)
+
+
+SKIP_COLUMNS = ["kernel", "M", "N", "K", "why"]
+
+
+def inputs(
+    ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, m: Machine
+) -> pd.DataFrame:
+    """One row per (kernel, shape) that has both a time and counters: the model's count inputs."""
+    return _inputs(ledger, ncu, sass, m)[0]
+
+
+def left_out(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, m: Machine) -> pd.DataFrame:
+    """The (kernel, shape)s with counters the model does not take, and why."""
+    return _inputs(ledger, ncu, sass, m)[1]
 
 
 def _terms_row(r, c: Constants, m: Machine) -> dict[str, float]:
@@ -343,6 +442,7 @@ def _terms_row(r, c: Constants, m: Machine) -> dict[str, float]:
         wfma_per_trip=r["wfma_per_trip"],
         exposed=bool(r["exposed"]),
         spill_reloads=float(r["spill_reloads"]),
+        blocks_per_sm=float(r["blocks_per_sm"]) if "blocks_per_sm" in r.index else 1.0,
         c=c,
         m=m,
     )
@@ -389,12 +489,40 @@ def fit_kernels(inp: pd.DataFrame) -> list[str]:
     return out
 
 
-def fit(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> Constants:
-    """eta_issue, eta_smem on a grid (ETA_GRID), L_glob in closed form for each pair: minimises the
-    squared relative errors over ``kernels`` (default ``fit_kernels``). The prediction is linear in
-    L_glob for fixed etas, so the least-squares L_glob is exact (clipped at 0)."""
+def fit_shape(inp: pd.DataFrame, kernels: list[str] | None = None) -> tuple[int, int, int] | None:
+    """The shape the constants are fitted at: the one holding most of ``kernels`` (default
+    ``fit_kernels``), the largest on a tie. Every other shape is predicted."""
     kids = kernels if kernels is not None else fit_kernels(inp)
     sub = inp[inp["kernel"].isin(kids)]
+    if sub.empty:
+        return None
+    n = sub.groupby(["M", "N", "K"])["kernel"].nunique()
+    best = max(n.index, key=lambda s: (n[s], s[0] * s[1] * s[2]))
+    return tuple(int(v) for v in best)
+
+
+def at_shape(inp: pd.DataFrame, shape: tuple[int, int, int] | None) -> pd.DataFrame:
+    if shape is None:
+        return inp.iloc[0:0]
+    return inp[(inp["M"] == shape[0]) & (inp["N"] == shape[1]) & (inp["K"] == shape[2])]
+
+
+# Each resource's total is linear in L_glob: bound + slope x L_glob, the slope the latency per
+# cycle of L_glob where the resource does not overlap it. The shared-memory pipe has two pieces:
+# all blocks' wavefronts (slope 0) and one block's wavefronts plus the wait.
+_FIT_ITERATIONS = 50
+
+
+def fit(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> Constants:
+    """eta_issue, eta_smem on a grid (ETA_GRID); L_glob for each pair by least squares: minimises
+    the squared relative errors over ``kernels`` (default ``fit_kernels``) at ``fit_shape``.
+
+    For fixed etas each prediction is the largest of pieces linear in L_glob (``totals``); L_glob
+    is solved in closed form with each kernel's binding piece, the pieces re-chosen at the new
+    L_glob, until they no longer change (clipped at 0)."""
+    kids = kernels if kernels is not None else fit_kernels(inp)
+    shape = fit_shape(inp, kids)
+    sub = at_shape(inp[inp["kernel"].isin(kids)], shape)
     if len(sub) < 3:
         raise ValueError(f"the bound model needs at least 3 kernels to fit 3 constants; got {len(sub)}")
     y = sub["measured_cadence"].to_numpy(float)
@@ -402,15 +530,6 @@ def fit(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> Cons
     ei, es = np.meshgrid(ETA_GRID, ETA_GRID, indexing="ij")  # (G, G)
     full = (*ei.shape, len(sub))
     col = lambda name: sub[name].to_numpy(float)[None, None, :]  # noqa: E731
-    fixed = np.maximum.reduce(
-        [
-            np.broadcast_to(col("fma_inst_per_wfma") * m.fma_floor, full),
-            col("inst_per_wfma") / (SCHEDULERS * ei[..., None]),
-            col("wavefronts_per_wfma") / es[..., None],
-            np.broadcast_to(col("lines_per_wfma") * T_LINE, full),
-            np.broadcast_to(col("dram_bytes_per_wfma") / m.dram_bytes_per_cycle_sm, full),
-        ]
-    )
     n_waits = np.array([waits(e, r) for e, r in zip(sub["exposed"].to_numpy(bool),
                                                      sub["spill_reloads"].to_numpy(float))])
     per_l = np.where(
@@ -418,23 +537,59 @@ def fit(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> Cons
         n_waits / (sub["wfma_per_trip"].to_numpy(float) * sub["warps"].to_numpy(float)),
         0.0,
     )
-    a = fixed * tail / y - 1  # residual at L = 0
-    b = (per_l * tail / y)[None, None, :]  # d residual / d L
-    bb = float((b * b).sum())
-    lg = np.clip(-(a * b).sum(-1) / bb, 0, None) if bb > 0 else np.zeros(ei.shape)
-    sse = ((a + b * lg[..., None]) ** 2).sum(-1)
+    per_l = np.nan_to_num(per_l)[None, None, :]
+    bps = sub["blocks_per_sm"].to_numpy(float) if "blocks_per_sm" in sub.columns else np.ones(len(sub))
+    bps = np.where(np.isfinite(bps) & (bps >= 1), bps, 1.0)[None, None, :]
+    b_smem = col("wavefronts_per_wfma") / es[..., None]
+    zero = np.zeros(full)
+    # (piece bounds, piece slopes): fma, issue, l1 + latency; smem all blocks; smem one block + latency; dram
+    bases = np.stack(
+        np.broadcast_arrays(
+            col("fma_inst_per_wfma") * m.fma_floor,
+            col("inst_per_wfma") / (SCHEDULERS * ei[..., None]),
+            col("lines_per_wfma") * T_LINE,
+            b_smem,
+            b_smem / bps,
+            col("dram_bytes_per_wfma") / m.dram_bytes_per_cycle_sm,
+        )
+    )  # (6, G, G, n)
+    bases = np.where(np.isfinite(bases), bases, -np.inf)
+    slopes = np.stack(np.broadcast_arrays(per_l, per_l, per_l, zero, per_l, zero))
+    n_pieces = bases.shape[0]
+    flat_b = bases.reshape(n_pieces, -1, len(sub))  # (6, P, n)
+    flat_s = slopes.reshape(n_pieces, -1, len(sub))
+    lg = np.zeros(flat_b.shape[1])
+    todo = np.arange(flat_b.shape[1])  # the eta pairs whose binding pieces still move
+    for _ in range(_FIT_ITERATIONS):
+        bs_, ss_ = flat_b[:, todo], flat_s[:, todo]
+        j = np.argmax(bs_ + ss_ * lg[todo][None, :, None], axis=0)[None]
+        base = np.take_along_axis(bs_, j, 0)[0]
+        slope = np.take_along_axis(ss_, j, 0)[0]
+        a = base * tail / y - 1  # residual at L = 0 on the binding pieces
+        b = slope * tail / y  # d residual / d L
+        bb = (b * b).sum(-1)
+        new = np.where(bb > 0, np.clip(-(a * b).sum(-1) / np.where(bb > 0, bb, 1), 0, None), 0.0)
+        moved = np.abs(new - lg[todo]) > 1e-9
+        lg[todo] = new
+        todo = todo[moved]
+        if not len(todo):
+            break
+    lg = lg.reshape(ei.shape)
+    pred = (bases + slopes * lg[None, ..., None]).max(0) * tail
+    sse = ((pred / y - 1) ** 2).sum(-1)
     i, j = np.unravel_index(int(np.argmin(sse)), sse.shape)
-    shape = tuple(int(v) for v in sub[["M", "N", "K"]].iloc[0]) if len(sub) else None
     return Constants(float(ETA_GRID[i]), float(ETA_GRID[j]), float(lg[i, j]), tuple(kids), shape)
 
 
 def leave_one_out(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> pd.DataFrame:
-    """For each fitted kernel: the constants refitted without it, then used to predict it."""
+    """For each fitted kernel: the constants refitted without it, then used to predict it (at the
+    fit shape)."""
     kids = kernels if kernels is not None else fit_kernels(inp)
+    shape = fit_shape(inp, kids)
     rows = []
     for kid in kids:
         c = fit(inp, m, [k for k in kids if k != kid])
-        p = predict(inp[inp["kernel"] == kid], c, m).iloc[0]
+        p = predict(at_shape(inp[inp["kernel"] == kid], shape), c, m).iloc[0]
         rows.append(
             {
                 "method": METHOD,
@@ -458,6 +613,7 @@ class BoundModel:
     constants: Constants
     predictions: pd.DataFrame
     loo: pd.DataFrame
+    left_out: pd.DataFrame | None = None  # (kernel, shape)s with counters it does not take, and why
 
 
 def why_not(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, gpu) -> str:
@@ -465,7 +621,7 @@ def why_not(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame |
     if ncu is None:
         return "the run has no ncu counters (ncu.csv)"
     inp = inputs(ledger, ncu, sass, machine(gpu))
-    kids = fit_kernels(inp)
+    kids = sorted(set(at_shape(inp, fit_shape(inp))["kernel"]) & set(fit_kernels(inp)), key=fit_kernels(inp).index)
     if len(kids) < 4:
         return (
             f"{len(kids)} CUDA-ladder kernel(s) not request-bound have both a time and ncu counters "
@@ -477,8 +633,12 @@ def why_not(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame |
 def run(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, gpu) -> BoundModel | None:
     """The whole model at the shape(s) with counters; None when it cannot be fitted (``why_not``)."""
     m = machine(gpu)
-    inp = inputs(ledger, ncu, sass, m)
-    if inp.empty or len(fit_kernels(inp)) < 4:
+    inp, skipped = _inputs(ledger, ncu, sass, m)
+    if inp.empty:
         return None
-    c = fit(inp, m)
-    return BoundModel(inp, c, predict(inp, c, m), leave_one_out(inp, m))
+    shape = fit_shape(inp)
+    kids = [k for k in fit_kernels(inp) if k in set(at_shape(inp, shape)["kernel"])]
+    if len(kids) < 4:
+        return None
+    c = fit(inp, m, kids)
+    return BoundModel(inp, c, predict(inp, c, m), leave_one_out(inp, m, kids), skipped)

@@ -22,18 +22,22 @@ NAMES = {
 def section_bounds(run: Run) -> list[str]:
     lines = [
         "A second model beside the seed's (which is unchanged): per kernel the largest of five "
-        "throughput bounds, plus the global latency a loop trip exposes, times the tail of the last "
-        "wave. In cycles per warp-FMA per SM: FMA pipe = fma-pipe instructions × 32/lanes; issue = "
-        "instructions ÷ (4 schedulers × η_issue); shared memory = (load + store) wavefronts ÷ η_smem; "
-        "L1 requests = 128-byte lines looked up × 1 cycle (every sector its own line for the "
-        "uncoalesced kernel of the request ledger); DRAM = bytes ÷ DRAM bytes per cycle per SM; "
-        "latency = L_glob ÷ (warp FMAs per warp per loop trip × resident warps), only where the loop "
-        "waits on its own global loads. Inputs are counts (ncu instructions, wavefronts, sectors, "
-        "DRAM bytes; SASS loop FFMA, LDG, barriers, occupancy; registry tiles; shared-store conflict "
-        "ways read off the .cu), never a kernel's time; stall ratios are not used (they are "
-        "normalised by issue-active cycles, a function of the time). Fitted on the CUDA ladder less "
-        "the request-bound kernel; the Triton kernels, cuBLAS and the request-bound kernel are "
-        "predicted.",
+        "throughput bounds, each with the global latency a loop trip exposes where that resource "
+        "does not overlap it, times the tail of the last wave. In cycles per warp-FMA per SM: FMA "
+        "pipe = fma-pipe instructions × 32/lanes; issue = instructions ÷ (4 schedulers × η_issue); "
+        "shared memory = (load + register-stored) wavefronts ÷ η_smem (cp.async tiles arrive by the "
+        "L1 fill path, not counted); L1 requests = 128-byte lines looked up × 1 cycle (every sector "
+        "its own line for the uncoalesced kernel of the request ledger); DRAM = bytes ÷ the measured "
+        "read roof (else the datasheet peak) per cycle per SM; latency = L_glob ÷ (warp FMAs per "
+        "warp per loop trip × resident warps), only where the loop waits on its own global loads. "
+        "The latency adds to the issue, FMA and L1 terms; the shared-memory pipe loses it only "
+        "where the other resident blocks' wavefronts do not cover it (max(all blocks' wavefronts, "
+        "one block's + latency)); DRAM takes none. Inputs are counts (ncu instructions, wavefronts, "
+        "sectors, DRAM bytes; SASS loop FFMA, LDG, STS, LDGSTS, barriers, occupancy; registry tiles; "
+        "shared-store conflict ways read off the .cu), never a kernel's time; stall ratios are not "
+        "used (they are normalised by issue-active cycles, a function of the time). Fitted on the "
+        "CUDA ladder less the request-bound kernel at one shape; the Triton kernels, cuBLAS, the "
+        "request-bound kernel and every other shape with counters are predicted.",
         "",
     ]
     ct = run.tables.get("bound_constants")
@@ -69,6 +73,20 @@ def section_bounds(run: Run) -> list[str]:
     return lines + figref(run, "bounds")
 
 
+def _fit_shape(b: pd.DataFrame, err: pd.DataFrame | None) -> tuple:
+    """The shape the constants were fitted at: where model_errors has the bound model's fitted rows
+    (else the first row's)."""
+    if err is not None and "role" in err.columns:
+        f = err[(err["method"].astype(str) == "bound") & (err["role"].astype(str) == "fitted")]
+        if len(f):
+            return tuple(int(v) for v in f.iloc[0][["M", "N", "K"]])
+    return tuple(int(v) for v in b.iloc[0][["M", "N", "K"]])
+
+
+def _at(df: pd.DataFrame, s: tuple) -> pd.DataFrame:
+    return df[(df["M"] == s[0]) & (df["N"] == s[1]) & (df["K"] == s[2])]
+
+
 def _per_kernel(run: Run) -> list[str]:
     b = run.tables.get("bounds")
     if b is None:
@@ -78,10 +96,12 @@ def _per_kernel(run: Run) -> list[str]:
     if err is not None:
         for _, r in err[err["method"].astype(str) != "bound"].iterrows():
             seed[(r["kernel"], r["method"])] = r["error_pct"]
-    fitted = dict(zip(err["kernel"], err["role"])) if err is not None else {}
+    fitted = {}
     if err is not None:
         ours = err[err["method"].astype(str) == "bound"]
-        fitted = dict(zip(ours["kernel"], ours["role"]))
+        fitted = {(k, int(M), int(N), int(K)): role
+                  for k, M, N, K, role in zip(ours["kernel"], ours["M"], ours["N"], ours["K"], ours["role"])}
+    fs = _fit_shape(b, err)
     terms = [
         ("b_fma", "FMA"),
         ("b_issue", "issue"),
@@ -91,11 +111,11 @@ def _per_kernel(run: Run) -> list[str]:
         ("latency", "latency"),
     ]
     rows = []
-    for _, r in in_order(b).iterrows():
+    for _, r in in_order(_at(b, fs)).iterrows():
         rows.append(
             [
                 r["kernel"],
-                fitted.get(r["kernel"], "–"),
+                fitted.get((r["kernel"], *fs), "–"),
                 num(r["measured_cadence"], "{:.3f}"),
                 *[num(r[c], "{:.3f}") for c, _ in terms],
                 num(r["tail"], "{:.3f}"),
@@ -105,9 +125,8 @@ def _per_kernel(run: Run) -> list[str]:
                 *[num(seed.get((r["kernel"], m)), "{:+.1f}%") for m in ("exact", "lstsq", "sass")],
             ]
         )
-    at = shape(*b.iloc[0][["M", "N", "K"]])
-    return [
-        f"Per kernel at {at}: the terms (cycles per warp-FMA per SM), the prediction, its error and the "
+    out = [
+        f"Per kernel at {shape(*fs)}: the terms (cycles per warp-FMA per SM), the prediction, its error and the "
         "binding resource; the last three columns are the seed model's errors for the same kernel "
         "(– where it prices none).",
         "",
@@ -127,6 +146,26 @@ def _per_kernel(run: Run) -> list[str]:
         ],
         rows,
     )
+    other = b[~((b["M"] == fs[0]) & (b["N"] == fs[1]) & (b["K"] == fs[2]))]
+    if len(other):
+        rows = [
+            [
+                shape(r["M"], r["N"], r["K"]),
+                r["kernel"],
+                num(r["measured_cadence"], "{:.3f}"),
+                *[num(r[c], "{:.3f}") for c, _ in terms],
+                num(r["tail"], "{:.3f}"),
+                num(r["predicted_cadence"], "{:.3f}"),
+                num(r["error_pct"], "{:+.1f}%"),
+                NAMES.get(r["bound"], r["bound"]),
+            ]
+            for _, r in other.sort_values(["M", "N", "K"], kind="stable").iterrows()
+        ]
+        out += [
+            f"At the other shapes with counters, predicted with the constants fitted at {shape(*fs)}:",
+            "",
+        ] + md(["shape", "kernel", "measured", *[n for _, n in terms], "tail", "predicted", "error", "bound"], rows)
+    return out
 
 
 def _findings(run: Run) -> list[str]:
