@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from study.errors import InputError
@@ -303,6 +304,18 @@ KERNELS: tuple[Kernel, ...] = (
         counted=Counted(lds_dist=2, lds_bcast=4, fma_per_k=128, ldg_per_phase=24, elems_per_phase=24,
                         fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128, ldg_bits=32),
     ),
+    Kernel(
+        "K13", "cuda", "the copy engine fetches the tiles: two TMA tensor copies per phase from one "
+        "thread, mbarrier-counted bytes, 4 stages, no __syncthreads; 128x256x16, 8x16 per thread",
+        source="cuda_kernels/k13_tma_stages.cu",
+        # per phase (BK = 16) one tensor copy of the A box and one of the B box for the whole
+        # block (1/256 of an instruction each per thread: one instruction carries the thread's
+        # 8 (A) and 16 (B) elements 256 times over); per k-step 4 LDS.128 of B (lane columns)
+        # and 2 of A (lane rows, each LDS.128 four k-steps of one row) for 128 FMAs
+        counted=Counted(lds_dist=4, lds_bcast=2, fma_per_k=128, ldg_per_phase=Fraction(1, 128),
+                        elems_per_phase=24, fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128,
+                        ldg_bits=32 * 128 * 16, ldg_bits_b=32 * 16 * 256),
+    ),
     # Beside the ladder: a rung for one family of shapes (``meant_for``).
     Kernel(
         "KD", "cuda", "decode rung: B streamed once with 128-bit loads, K split over 32 k-groups per block, "
@@ -397,6 +410,14 @@ KERNELS: tuple[Kernel, ...] = (
         notes="Two shared buffers and one loop iteration per two K tiles (a buffer indexed by the "
         "stage costs a second barrier per tile); no register double-buffering and no launch bound "
         "can be stated in Gluon.",
+    ),
+    # What Gluon cannot state of K12 (As's padding under cp.async, the XOR stage switch, register
+    # double-buffering, the launch bound) is in its module docstring.
+    Kernel(
+        "G12", "triton", "Gluon twin of K12: K12's lane map as a DistributedLinearLayout, cp.async copies, "
+        "two stages",
+        target="triton_kernels.g12_gluon:matmul", threads=256, tile=(128, 256, 16),
+        source="triton_kernels/g12_gluon.py", symbol="g12_kernel", twin="K12", gluon=True,
     ),
     Kernel(
         "TD", "triton", "twin of KD: a program per 64 columns and all of K, no split across programs",

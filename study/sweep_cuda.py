@@ -54,6 +54,9 @@ def parameters(kernel) -> list[str]:
     if kernel.impl != "cuda" or not kernel.source:
         raise InputError(f"{kernel.id} is not a CUDA kernel with a .cu: nothing to sweep")
     text = source_text(kernel.source)
+    if not re.search(rf"\b{re.escape(kernel.symbol)}\s*\(\s*SGEMM_KERNEL_PARAMS\s*\)", text):
+        raise InputError(f"{kernel.id}: its kernel {kernel.symbol} takes more than SGEMM_KERNEL_PARAMS "
+                         "(the sweep launches a cubin with the 8 SGEMM arguments only)")
     found = set(re.findall(rf"^\s*#\s*ifndef\s+{kernel.id}_(\w+)", text, re.M))
     names = [p for p in PARAMS if p in found]
     missing = [p for p in PARAMS[:7] if p not in found]
@@ -61,6 +64,18 @@ def parameters(kernel) -> list[str]:
         raise InputError(f"{kernel.id}: its .cu does not leave {', '.join(missing)} overridable "
                          f"(#ifndef {kernel.id}_{missing[0]}); the sweep needs {', '.join(PARAMS[:7])}")
     return names
+
+
+def default_kernel():
+    """The last rung of the CUDA ladder that the sweep can search (``parameters`` accepts it)."""
+    for k in reversed(registry.cuda_ladder()):
+        try:
+            parameters(k)
+        except InputError:
+            continue
+        return k
+    raise InputError("no rung of the CUDA ladder leaves the sweep's parameters overridable: name one "
+                     "with --kernel")
 
 
 def lane_map_ok(bm: int, bn: int, tm: int, tn: int, warps_m: int, warps_n: int) -> bool:
@@ -299,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = cli.Parser(prog="python -m study.sweep_cuda", description=__doc__.split("\n\n")[0])
     p.add_argument("--kernel", default=None, help="the CUDA kernel whose parameters are searched "
-                   "(default: the last rung of the ladder)")
+                   "(default: the last rung of the ladder the sweep can launch)")
     p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
     p.add_argument("--out", help="run directory (its data/sweep_cuda.csv; required)")
     p.add_argument("--jobs", type=int, default=max(1, multiprocessing.cpu_count() or 1),
@@ -313,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out is None:
             raise InputError("--out DIR is required: the run directory whose data/sweep_cuda.csv the rows "
                              "go into")
-        kernel = registry.get(args.kernel) if args.kernel else registry.last_rung()
+        kernel = registry.get(args.kernel) if args.kernel else default_kernel()
         parameters(kernel)
         shape = cli.parse_shape(args.shape)
         err = kernel.constraint_error(*shape)

@@ -1,4 +1,4 @@
-"""The Gluon twins G6 and G10: their thread maps, their SASS, their launchers, their results.
+"""The Gluon twins G6, G10 and G12: their thread maps, their SASS, their launchers, their results.
 
 Gluon kernels do not run under ``TRITON_INTERPRET=1`` (Triton 3.6 and 3.9 both send a
 ``@gluon.jit`` launch to the GPU driver), so correctness is checked on a GPU only; the CPU
@@ -17,12 +17,19 @@ import pytest
 from study import bench
 from study.toolchain import sass, tools
 
-MODULES = ("triton_kernels.g6_gluon", "triton_kernels.g10_gluon")
-# per K-tile of the CUDA twin (read off k6_vectorized.cu / k10_tuned.cu and their SASS):
-# FFMA, LDS.128, LDG.128, barriers
+MODULES = ("triton_kernels.g6_gluon", "triton_kernels.g10_gluon", "triton_kernels.g12_gluon")
+VEC4_MODULES = MODULES[:2]  # N, K multiples of 4 (their CUDA twins' SGEMM_VEC4); G12 takes any shape
+# per K-tile of the CUDA twin (read off k6_vectorized.cu / k10_tuned.cu / k12_lean_issue.cu and
+# their SASS): FFMA, LDS.128, LDG.128, LDGSTS (cp.async), barriers; PEELED: K-tiles outside the
+# main loop (K12 peels its last one)
 PER_PHASE = {
-    "triton_kernels.g6_gluon": dict(FFMA=1024, LDS128=96, LDG128=10, BAR=2),
-    "triton_kernels.g10_gluon": dict(FFMA=1024, LDS128=48, LDG128=3, BAR=1),
+    "triton_kernels.g6_gluon": dict(FFMA=1024, LDS128=96, LDG128=10, LDGSTS=0, BAR=2, PEELED=0),
+    "triton_kernels.g10_gluon": dict(FFMA=1024, LDS128=48, LDG128=3, LDGSTS=0, BAR=1, PEELED=0),
+    # K12's 128 x 256 x 16 tile, 256 threads, 16 x 8 outputs each: per k-step 128 FFMA and
+    # 16 / 4 + 8 / 4 LDS.128, 16 k-steps; 4-byte copies 128 * 16 / 256 = 8 of A and
+    # 16 * 256 / 256 = 16 of B per thread; no LDG; one barrier
+    "triton_kernels.g12_gluon": dict(FFMA=16 * 128, LDS128=16 * (4 + 2), LDG128=0, LDGSTS=8 + 16, BAR=1,
+                                     PEELED=1),
 }
 GPU_SHAPES = [(1, 4, 4), (33, 68, 20), (67, 132, 96), (4096, 4096, 4096), (300, 260, 36)]
 
@@ -108,6 +115,46 @@ def test_g10_linear_layout_is_k10s_lane_map():
     assert len(seen) == 256 * 128  # every output exactly once
 
 
+def _k12_position(tid: int, r: int, c: int) -> tuple[int, int]:
+    """(row, col) in the block tile of acc[r][c] of thread tid, by k12_lean_issue.cu's k12_row
+    and k12_col at its default parameters."""
+    BM, BN, TM, TN, WARPS_M, WARPS_N = 128, 256, 16, 8, 2, 4
+    WM, WN = BM // WARPS_M, BN // WARPS_N
+    LM, LN = WM // TM, WN // TN
+    warp, lane = tid // 32, tid % 32
+    lx = (lane & 1) | (((lane >> 2) & (LN // 2 - 1)) << 1)
+    ly = ((lane >> 1) & 1) | ((lane // (2 * LN)) << 1)
+    row = (warp // WARPS_N) * WM + 4 * ly + 4 * LM * (r // 4) + r % 4
+    col = (warp % WARPS_N) * WN + 4 * lx + 4 * LN * (c // 4) + c % 4
+    return row, col
+
+
+def test_g12_linear_layout_is_k12s_lane_map():
+    g12 = _module("triton_kernels.g12_gluon")
+    assert (g12.BM, g12.BN, g12.BK, g12.NUM_WARPS, g12.TM, g12.TN) == (128, 256, 16, 8, 16, 8)
+    assert (g12.WARPS_M, g12.WARPS_N) == (2, 4)
+    bases = g12.ACC_BASES
+    assert [len(bases["reg"]), len(bases["lane"]), len(bases["warp"])] == [7, 5, 3]
+    layout = g12.ACC_LAYOUT.value
+    assert layout.reg_bases == bases["reg"] and layout.lane_bases == bases["lane"]
+    assert layout.warp_bases == bases["warp"] and list(layout.shape) == [128, 256]
+    seen = set()
+    for tid in range(256):
+        warp, lane = divmod(tid, 32)
+        for reg in range(128):
+            row = col = 0
+            for bits, key in ((reg, "reg"), (lane, "lane"), (warp, "warp")):
+                for i, (dr, dc) in enumerate(bases[key]):
+                    if bits >> i & 1:
+                        row, col = row ^ dr, col ^ dc
+            # register bits: c, r in a 4x4 sub-block, then j, then i (acc[r][c]: r = 4i + .., c = 4j + ..)
+            r = 4 * (reg >> 5) + (reg >> 2 & 3)
+            c = 4 * (reg >> 4 & 1) + (reg & 3)
+            assert (row, col) == _k12_position(tid, r, c), (tid, reg)
+            seen.add((row, col))
+    assert len(seen) == 128 * 256  # every output exactly once
+
+
 # ---------------------------------------------------------------------------------------------
 # launchers (CPU)
 
@@ -138,7 +185,7 @@ def test_a_missing_gluon_name_is_a_one_line_reason(monkeypatch):
     assert why == f"triton {triton.__version__}: triton.experimental.gluon lacks DistributedLinearLayout"
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", VEC4_MODULES)
 def test_launcher_refuses_before_launch(name):
     torch = pytest.importorskip("torch")
     mod = _module(name)
@@ -155,6 +202,22 @@ def test_launcher_refuses_before_launch(name):
         mod.matmul(a, torch.ones(8, 8))
     with pytest.raises(ValueError, match="num_stages"):
         mod.aot_spec(num_stages=3)
+
+
+def test_g12_launcher_takes_any_shape_and_refuses_before_launch():
+    torch = pytest.importorskip("torch")
+    g12 = _module("triton_kernels.g12_gluon")
+    assert g12.MULTIPLE_OF == (1, 1, 1)  # K12 is SGEMM_PLAIN: N = 6, K = 6 reach the device check
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        g12.matmul(torch.ones(8, 6), torch.ones(6, 6))
+    with pytest.raises(ValueError, match="float32"):
+        g12.matmul(torch.ones(8, 8).double(), torch.ones(8, 8).double())
+    with pytest.raises(ValueError, match="inner dimensions"):
+        g12.matmul(torch.ones(8, 8), torch.ones(4, 8))
+    with pytest.raises(ValueError, match="num_stages"):
+        g12.aot_spec(num_stages=2)
+    assert g12.async_copy is not None
+    assert g12.async_copy.__name__ in ("async_load", "async_copy_global_to_shared")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,8 +243,10 @@ def test_aot_main_loop_is_pure_ffma_with_the_cuda_twins_loads(name, tmp_path):
     phases = loop["FFMA"] // want["FFMA"]  # G10's loop holds two phases (its two named stages)
     assert loop["LDS"] == loop["LDS128"] == phases * want["LDS128"], loop
     assert loop["LDG"] == loop["LDG128"] == phases * want["LDG128"], loop
+    assert loop["LDGSTS"] == phases * want["LDGSTS"], loop
     assert loop["BAR"] == phases * want["BAR"], loop
-    assert k.num_warps * 32 == mod.NUM_WARPS * 32 and whole["FFMA"] == loop["FFMA"]
+    assert k.num_warps * 32 == mod.NUM_WARPS * 32
+    assert whole["FFMA"] == loop["FFMA"] + want["PEELED"] * want["FFMA"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,3 +279,13 @@ def test_gluon_twin_writes_only_its_output(name):
     ref = a.double() @ b.double()
     assert torch.allclose(out.double(), ref, rtol=1e-4, atol=1e-4)
     assert torch.isnan(big[70:]).all() and torch.isnan(big[:, 132:]).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(129, 257, 17), (1, 5, 3), (130, 258, 33)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_g12_takes_any_shape(shape):
+    g12 = _module("triton_kernels.g12_gluon")
+    M, N, K = shape  # N and K not multiples of 4, a ragged first K-tile, rows and columns clamped
+    err = bench.check(g12.matmul, M, N, K, seed=M + N + K)
+    assert math.isfinite(err) and err <= bench.TOLERANCE, f"G12 at {M}x{N}x{K}: relative error {err:.2e}"

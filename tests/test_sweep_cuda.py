@@ -21,6 +21,17 @@ def test_a_kernel_without_parameters_is_refused_by_name():
         sweep_cuda.parameters(kernels.get("K6"))
 
 
+def test_a_kernel_with_more_arguments_is_refused_and_not_the_default():
+    # K13's kernel takes its two tensor maps after the SGEMM arguments: a cubin launched with the
+    # eight alone would read garbage maps, so the sweep refuses it and its default is K12
+    k13 = kernels.get("K13")
+    assert "CUtensorMap" in source_text(k13.source)
+    with pytest.raises(InputError, match="K13: its kernel k13_tma_stages takes more than SGEMM_KERNEL"):
+        sweep_cuda.parameters(k13)
+    assert kernels.cuda_ladder()[-1] is k13
+    assert sweep_cuda.default_kernel() is kernels.get("K12")
+
+
 def test_k12_space_searches_where_the_copies_sit():
     k = kernels.get("K12")
     space = sweep_cuda.space(k, smem_limit=227 * 1024)

@@ -60,10 +60,7 @@ NAME = "G10"
 
 # (row, column) offset added by each bit of the register index, the lane and the warp.
 ACC_BASES = dict(
-    # a 4 x 4 sub-block (columns first: 128-bit stores), then j (32 columns), then i (16 rows)
-    reg=[[0, 1], [0, 2], [1, 0], [2, 0], [0, 32], [16, 0], [32, 0]],
-    # lane bits 0..4 -> lx bit 0 (4 columns), ly bit 0 (4 rows), lx bit 1, lx bit 2, ly bit 1
-    lane=[[0, 4], [4, 0], [0, 8], [0, 16], [8, 0]],
+    **gc.K10_LANE_MAP,  # registers and lanes: K10's lane map
     # warp bits 0..2 -> warp column (64 columns), warp row bits (64, 128 rows)
     warp=[[0, 64], [64, 0], [128, 0]],
 )
@@ -166,42 +163,19 @@ def g10_kernel(
     gl.store(c_ptrs, acc, mask=(cm[:, None] < M) & (cn[None, :] < N))
 
 
-def _require_supported() -> None:
-    why = unsupported_reason()
-    if why:
-        raise RuntimeError(f"{NAME} cannot be built: {why}")
-
-
 def _options() -> dict:
     return {} if MAXNREG is None else {"maxnreg": MAXNREG}
 
 
 def matmul(a, b, out=None):
     """``out = a @ b`` (FP32, row-major or any strides) with K10's tile and lane map; returns out."""
-    import triton
-
-    _require_supported()
-    out = gc.check_operands(a, b, out, name=NAME, multiple_of=MULTIPLE_OF, bm=BM)
-    M, K = a.shape
-    N = b.shape[1]
-    grid = (triton.cdiv(N, BN), triton.cdiv(M, BM))
-    g10_kernel[grid](a, b, out, M, N, K, *gc.strides(a, b, out), BM=BM, BN=BN, BK=BK, PAD=PAD,
-                     num_warps=NUM_WARPS, num_stages=1, **_options())
-    return out
+    return gc.launch(g10_kernel, a, b, out, name=NAME, why=unsupported_reason(), multiple_of=MULTIPLE_OF,
+                     tile=(BM, BN, BK), num_warps=NUM_WARPS, options=_options(), PAD=PAD)
 
 
 def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
-    """Kernel, representative arguments and options for ``aot.compile_sass_target``.
-
-    The two shared stages are written in the kernel; ``num_stages`` (Triton's software
-    pipeliner, which does not touch Gluon kernels) other than 1 is refused.
-    """
-    from triton_kernels.aot import matmul_spec
-
-    _require_supported()
-    if num_stages != 1:
-        raise ValueError(f"{NAME} writes its two stages itself; num_stages={num_stages} is not offered")
-    spec = matmul_spec(g10_kernel, dict(BM=BM, BN=BN, BK=BK, PAD=PAD), num_warps=NUM_WARPS,
-                       num_stages=1, shape=shape)
-    spec.extra_options.update(_options())
-    return spec
+    """Kernel, representative arguments and options for ``aot.compile_sass_target`` (``num_stages``
+    other than 1 refused: writes its two stages itself)."""
+    return gc.aot_spec(g10_kernel, num_stages, shape, name=NAME, why=unsupported_reason(),
+                       refusal="writes its two stages itself", tile=(BM, BN, BK), num_warps=NUM_WARPS,
+                       options=_options(), PAD=PAD)

@@ -101,35 +101,14 @@ def g6_kernel(
     gl.store(c_ptrs, acc, mask=(cm[:, None] < M) & (cn[None, :] < N))
 
 
-def _require_supported() -> None:
-    why = unsupported_reason()
-    if why:
-        raise RuntimeError(f"{NAME} cannot be built: {why}")
-
-
 def matmul(a, b, out=None):
     """``out = a @ b`` (FP32, row-major or any strides) with K6's tile and thread map; returns out."""
-    import triton
-
-    _require_supported()
-    out = gc.check_operands(a, b, out, name=NAME, multiple_of=MULTIPLE_OF, bm=BM)
-    M, K = a.shape
-    N = b.shape[1]
-    grid = (triton.cdiv(N, BN), triton.cdiv(M, BM))
-    g6_kernel[grid](a, b, out, M, N, K, *gc.strides(a, b, out), BM=BM, BN=BN, BK=BK,
-                    num_warps=NUM_WARPS, num_stages=1)
-    return out
+    return gc.launch(g6_kernel, a, b, out, name=NAME, why=unsupported_reason(), multiple_of=MULTIPLE_OF,
+                     tile=(BM, BN, BK), num_warps=NUM_WARPS)
 
 
 def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
-    """Kernel, representative arguments and options for ``aot.compile_sass_target``.
-
-    One shared stage, as K6: ``num_stages`` other than 1 is refused (the kernel has no pipeline).
-    """
-    from triton_kernels.aot import matmul_spec
-
-    _require_supported()
-    if num_stages != 1:
-        raise ValueError(f"{NAME} has one shared stage, as K6; num_stages={num_stages} is not offered")
-    return matmul_spec(g6_kernel, dict(BM=BM, BN=BN, BK=BK), num_warps=NUM_WARPS, num_stages=1,
-                       shape=shape)
+    """Kernel, representative arguments and options for ``aot.compile_sass_target`` (one shared
+    stage, as K6: ``num_stages`` other than 1 refused, the kernel has no pipeline)."""
+    return gc.aot_spec(g6_kernel, num_stages, shape, name=NAME, why=unsupported_reason(),
+                       refusal="has one shared stage, as K6", tile=(BM, BN, BK), num_warps=NUM_WARPS)

@@ -1,4 +1,4 @@
-"""What the Gluon twins G6 and G10 share: the Triton-version gate, the barrier, operand checks.
+"""What the Gluon twins G6, G10 and G12 share: the Triton-version gate, the barrier, operand checks.
 
 Gluon (``triton.experimental.gluon``) is Triton's layout-explicit dialect: a kernel states
 which thread holds which element of every tensor (``gl.BlockedLayout``,
@@ -59,6 +59,22 @@ def unsupported_reason(extra: tuple[str, ...] = ()) -> str | None:
     return None
 
 
+# K10's lane map (K12 keeps it), as bases of a DistributedLinearLayout: the (row, column) offset
+# each bit of the register index and of the lane adds; the warp bases are each twin's own.
+K10_LANE_MAP = dict(
+    # a 4 x 4 sub-block (columns first: 128-bit stores), then j (32 columns), then i (16 rows)
+    reg=[[0, 1], [0, 2], [1, 0], [2, 0], [0, 32], [16, 0], [32, 0]],
+    # lane bits 0..4 -> lx bit 0 (4 columns), ly bit 0 (4 rows), lx bit 1, lx bit 2, ly bit 1
+    lane=[[0, 4], [4, 0], [0, 8], [0, 16], [8, 0]],
+)
+
+
+def require_supported(name: str, why: str | None) -> None:
+    """RuntimeError naming the twin when ``why`` (its ``unsupported_reason()``) says it cannot be built."""
+    if why:
+        raise RuntimeError(f"{name} cannot be built: {why}")
+
+
 def check_operands(a, b, out, *, name: str, multiple_of: tuple[int, int, int], bm: int):
     """Validate ``a @ b -> out`` for a Gluon twin; return ``out`` (allocated when None).
 
@@ -89,3 +105,37 @@ def check_operands(a, b, out, *, name: str, multiple_of: tuple[int, int, int], b
 def strides(a, b, out) -> tuple[int, ...]:
     """The six strides the kernels take, in the order of ``aot.matmul_spec``."""
     return (a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
+
+
+def launch(kernel, a, b, out, *, name: str, why: str | None, multiple_of: tuple[int, int, int],
+           tile: tuple[int, int, int], num_warps: int, options: dict | None = None, **constexprs):
+    """``out = a @ b`` by a twin's kernel: refused (``require_supported``, ``check_operands``)
+    before launch, then one program per (BN columns, BM rows) tile of C; returns out."""
+    import triton
+
+    require_supported(name, why)
+    bm, bn, bk = tile
+    out = check_operands(a, b, out, name=name, multiple_of=multiple_of, bm=bm)
+    M, K = a.shape
+    N = b.shape[1]
+    grid = (triton.cdiv(N, bn), triton.cdiv(M, bm))
+    kernel[grid](a, b, out, M, N, K, *strides(a, b, out), BM=bm, BN=bn, BK=bk, **constexprs,
+                 num_warps=num_warps, num_stages=1, **(options or {}))
+    return out
+
+
+def aot_spec(kernel, num_stages: int, shape, *, name: str, why: str | None, refusal: str,
+             tile: tuple[int, int, int], num_warps: int, options: dict | None = None, **constexprs):
+    """A twin's ``aot_spec``: the kernel, representative arguments and options for
+    ``aot.compile_sass_target``. A twin writes its stages itself (Triton's software pipeliner does
+    not touch Gluon kernels): ``num_stages`` other than 1 is refused, ``refusal`` saying why."""
+    from triton_kernels.aot import matmul_spec
+
+    require_supported(name, why)
+    if num_stages != 1:
+        raise ValueError(f"{name} {refusal}; num_stages={num_stages} is not offered")
+    bm, bn, bk = tile
+    spec = matmul_spec(kernel, dict(BM=bm, BN=bn, BK=bk, **constexprs), num_warps=num_warps,
+                       num_stages=1, shape=shape)
+    spec.extra_options.update(options or {})
+    return spec

@@ -298,8 +298,8 @@ def why_off(r) -> str:
         if res != "dram":
             part += f"; it runs {(t[res] / meas - 1) * 100:.0f}% faster than that term allows"
     else:
-        part += (f"; every term together explains {max(t.values()) / meas * 100:.0f}% of the measured cadence "
-                 f"({grid}, {float(r['warps']):.0f} resident warps per SM)")
+        part += (f"; every term together explains {max(t.values()) / meas * 100:.0f}% of the measured "
+                 f"cadence ({grid}, {float(r['warps']):.0f} resident warps per SM)")
     return part
 
 
@@ -318,9 +318,10 @@ def shape_findings(pred: pd.DataFrame, c: Constants, band: float = 10.0) -> list
                      at["error_pct"].abs().mean(), ",".join(at["kernel"]),
                      "bound: " + ", ".join(f"{k} {NAMES[b].removesuffix(' bound')}"
                                            for k, b in zip(at["kernel"], at["bound"]))))
-        rows.append((f"at {_dims(*shape)}: kernels outside ±{band:g}%", float(len(out)), ",".join(out["kernel"]), ""))
+        at_dims = f"at {_dims(*shape)}"
+        rows.append((f"{at_dims}: kernels outside ±{band:g}%", float(len(out)), ",".join(out["kernel"]), ""))
         for _, r in out.iterrows():
-            rows.append((f"at {_dims(*shape)}: {r['kernel']} error", float(r["error_pct"]), r["kernel"], why_off(r)))
+            rows.append((f"{at_dims}: {r['kernel']} error", float(r["error_pct"]), r["kernel"], why_off(r)))
     return rows
 
 
@@ -328,7 +329,8 @@ TRAVEL_COLUMNS = ["where", "M", "N", "K", "kernels", "applied", "why"]
 
 
 def travel(
-    ledger: pd.DataFrame, inp: pd.DataFrame, seed_ledger: pd.DataFrame | None, left_out: pd.DataFrame | None = None
+    ledger: pd.DataFrame, inp: pd.DataFrame, seed_ledger: pd.DataFrame | None,
+    left_out: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Where the model can be applied: each shape of the run (and the seed GPU's replay) with
     whether its count inputs exist, and for which kernels."""

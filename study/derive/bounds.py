@@ -426,7 +426,8 @@ def inputs(
     return _inputs(ledger, ncu, sass, m)[0]
 
 
-def left_out(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, m: Machine) -> pd.DataFrame:
+def left_out(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None,
+             m: Machine) -> pd.DataFrame:
     """The (kernel, shape)s with counters the model does not take, and why."""
     return _inputs(ledger, ncu, sass, m)[1]
 
@@ -621,7 +622,8 @@ def why_not(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame |
     if ncu is None:
         return "the run has no ncu counters (ncu.csv)"
     inp = inputs(ledger, ncu, sass, machine(gpu))
-    kids = sorted(set(at_shape(inp, fit_shape(inp))["kernel"]) & set(fit_kernels(inp)), key=fit_kernels(inp).index)
+    fit = fit_kernels(inp)
+    kids = sorted(set(at_shape(inp, fit_shape(inp))["kernel"]) & set(fit), key=fit.index)
     if len(kids) < 4:
         return (
             f"{len(kids)} CUDA-ladder kernel(s) not request-bound have both a time and ncu counters "

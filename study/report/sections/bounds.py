@@ -126,8 +126,8 @@ def _per_kernel(run: Run) -> list[str]:
             ]
         )
     out = [
-        f"Per kernel at {shape(*fs)}: the terms (cycles per warp-FMA per SM), the prediction, its error and the "
-        "binding resource; the last three columns are the seed model's errors for the same kernel "
+        f"Per kernel at {shape(*fs)}: the terms (cycles per warp-FMA per SM), the prediction, its error "
+        "and the binding resource; the last three columns are the seed model's errors for the same kernel "
         "(– where it prices none).",
         "",
     ] + md(
@@ -164,7 +164,8 @@ def _per_kernel(run: Run) -> list[str]:
         out += [
             f"At the other shapes with counters, predicted with the constants fitted at {shape(*fs)}:",
             "",
-        ] + md(["shape", "kernel", "measured", *[n for _, n in terms], "tail", "predicted", "error", "bound"], rows)
+        ] + md(["shape", "kernel", "measured", *[n for _, n in terms], "tail", "predicted", "error", "bound"],
+               rows)
     return out
 
 

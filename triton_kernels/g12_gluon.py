@@ -1,0 +1,262 @@
+"""G12: Gluon twin of K12 -- 128 x 256 x 16 block tile, K12's warp tiles and lane map, cp.async stages.
+
+K12 (cuda_kernels/k12_lean_issue.cu, default parameters) runs 256 threads as 2 x 4 warps of
+64 x 64 warp tiles (warp w: warp row w / 4, warp column w % 4); lane ``lane`` of a warp is placed
+at lane column ``lx`` and lane row ``ly``, K10's lane map::
+
+    lx = (lane & 1) | ((lane >> 2) & 3) << 1      # lane bits 0, 2, 3 -> lx bits 0, 1, 2
+    ly = ((lane >> 1) & 1) | (lane >> 4) << 1     # lane bits 1, 4    -> ly bits 0, 1
+
+and owns 16 x 8 outputs as 4 x 2 sub-blocks of 4 x 4: rows 64 (w / 4) + 4 ly + 16 i + 0..3
+(i = 0..3) and columns 64 (w % 4) + 4 lx + 32 j + 0..3 (j = 0, 1). As for G10, no
+``BlockedLayout`` is this map; it is written out as a ``DistributedLinearLayout``
+(:data:`ACC_BASES`): each basis is the (row, column) offset that one bit of (register, lane,
+warp) adds.
+
+Everything else follows K12:
+
+* Asynchronous copies (``cp.async``, LDGSTS), 4 bytes each, global -> shared with no register
+  on the way. A's K-tile [128 x 16]: copy c (0..7) of thread tid reads row tid / 16 + 16 c,
+  column tid % 16, and writes As[k][m] (transposed), rows unpadded (see below). B's K-tile
+  [16 x 256]: copy c (0..15) reads row c, column tid, into Bs[c][tid], unpadded. The copy
+  map is the layout of the source pointers (register c of a thread is its copy c).
+* A copy for a row past M reads row M - 1 and one for a column past N column N - 1, so the
+  main loop's copies carry no mask; what they bring feeds only outputs that are not stored.
+* The ragged end of K first: phase 0 copies K - 16 (phases - 1) values of k (masked: the rest
+  zero-filled by the copy) and every later phase is whole; the last phase is peeled (no
+  copies, no barrier).
+* A phase's copies are issued at its first k-step (:data:`COPY_STEPS` = 1: one ``async_copy``
+  of each operand's whole K-tile) or, as K12's, spread over its first COPY_STEPS k-steps, copy
+  c in k-step c % COPY_STEPS (one ``async_copy`` per piece). They are committed, waited for at
+  the last k-step, whose A and B values are then in registers, and followed by one barrier that
+  both publishes them and frees the stage just read: one barrier per phase. (Triton 3.6's
+  barrier analysis does not tell slices of one buffer apart and puts a barrier between the
+  pieces: 17 per phase for COPY_STEPS = 4; Triton 3.9 puts none.)
+* Two shared stages, two allocations named in the code (one loop iteration runs two phases,
+  stage 0 then stage 1), as G10; the peeled last phase reads stage 0 or 1 by the parity of the
+  number of phases.
+* Per k-step a thread reads its 16 A values (4 x LDS.128) and 8 B values (2 x LDS.128): a
+  [128 x 1] view of As[k] and a [1 x 256] view of Bs[k] loaded in the accumulator's layout,
+  then 128 ``gl.fma`` (FFMA, never tensor cores) of their broadcast product.
+* Grid as K12's: program_id(0) walks C's tile columns, program_id(1) its tile rows. Any M, N,
+  K (K12 is ``SGEMM_PLAIN``): the copies are 4 bytes wide and the stores masked past M and N.
+
+Gluon's asynchronous copy (``triton.experimental.gluon.language.nvidia.ampere.async_copy``) is
+present in both Triton versions the project runs, under two names: ``async_copy_global_to_shared``
+in 3.6, ``async_load`` in 3.9 (where the old name raises); :data:`async_copy` is whichever the
+installed Triton has, and the twin uses it rather than G10's register prefetch because it is
+K12's own mechanism (no prefetch registers, no shared stores).
+
+What K12 does that a Gluon kernel does not state: As's rows padded by 4 floats (Triton 3.9's
+cp.async lowering takes no ``PaddedSharedLayout`` -- "padded shared encoding has no linear
+layout" -- and a swizzled As cannot be sliced by k for the fragment loads), so As is unpadded
+and A's copies meet 16-way bank conflicts (lanes 0..15 write 16 rows k of one column m) where
+K12's meet 2-way; its 32-bit shared-window addresses and the stage switch by one XOR of each
+address register (Gluon allocates the two stages and computes their addresses itself); K12's
+double-buffered register fragments (k-step k + 1's values read before step k's FMAs: the order
+of loads and FMAs inside the unrolled phase is left to the LLVM/ptxas scheduler); and
+``__launch_bounds__(256, 1)``, for which the compile takes ``maxnreg`` as an option
+(:data:`MAXNREG`, None = the compiler's choice).
+"""
+
+from __future__ import annotations
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as _ac
+
+from triton_kernels import gluon_common as gc
+from triton_kernels.gluon_common import cta_barrier
+
+BM, BN, BK = 128, 256, 16
+WARPS_M, WARPS_N = 2, 4
+NUM_WARPS = WARPS_M * WARPS_N  # 256 threads
+TM, TN = 16, 8  # outputs per thread: rows x columns, as 4 x 4 sub-blocks
+# k-steps of a phase that issue its copies (K12_COPY_STEPS is 4): 1 is the faster on the H200
+# (Triton 3.6, 4096^3: 3.48 ms against 3.69 ms for 4, whose pieces cost barriers there)
+COPY_STEPS = 1
+MULTIPLE_OF = (1, 1, 1)  # any M, N, K, as K12 (SGEMM_PLAIN)
+MAXNREG = 232  # fastest on the H200 (Triton 3.6, 4096^3): 3.477 ms against 3.481 with None or 255
+NAME = "G12"
+
+# (row, column) offset added by each bit of the register index, the lane and the warp.
+ACC_BASES = dict(
+    **gc.K10_LANE_MAP,  # registers and lanes: K10's lane map
+    # warp bits 0..2 -> warp column bits (64, 128 columns), warp row (64 rows)
+    warp=[[0, 64], [0, 128], [64, 0]],
+)
+
+# the accumulator's layout: thread -> outputs of the block tile, K12's map (used by the kernel)
+ACC_LAYOUT = gl.constexpr(gl.DistributedLinearLayout(
+    reg_bases=ACC_BASES["reg"], lane_bases=ACC_BASES["lane"], warp_bases=ACC_BASES["warp"],
+    block_bases=[], shape=[BM, BN],
+))
+
+
+def _async_copy():
+    for name in ("async_load", "async_copy_global_to_shared"):  # 3.9 and 3.6 spellings
+        fn = getattr(_ac, name, None)
+        if fn is not None:
+            return fn
+    return None
+
+
+# cp.async of a tensor of pointers into a shared-memory view: a Gluon builtin
+async_copy = _async_copy()
+
+
+def unsupported_reason() -> str | None:
+    """None when this Triton can build G12, else one line naming the version and what is missing."""
+    why = gc.unsupported_reason()
+    if why:
+        return why
+    missing = [n for n in ("commit_group", "wait_group") if not hasattr(_ac, n)]
+    if async_copy is None:
+        missing.insert(0, "async_load/async_copy_global_to_shared")
+    if missing:
+        import triton
+
+        return (f"triton {triton.__version__}: triton.experimental.gluon's async_copy lacks "
+                f"{', '.join(missing)}")
+    return None
+
+
+SUPPORTED = unsupported_reason() is None
+
+
+@gluon.jit
+def _phase(acc, a_cur, b_cur, a_nxt, b_nxt, a_tile, b_tile, a_src, b_src, koff, stride_ak, stride_bk,
+           BK: gl.constexpr, BM: gl.constexpr, COPY_STEPS: gl.constexpr, A_PIECE: gl.constexpr,
+           ACC: gl.constexpr):
+    """One whole phase: multiply stage (a_cur, b_cur) while the K-tile from k = ``koff`` is
+    copied into (a_nxt, b_nxt); one barrier at its last k-step."""
+    a_t = a_cur.permute([1, 0])  # [BM, BK] view of As[k][m]
+    for k in gl.static_range(BK):
+        av = a_t.slice(k, 1, dim=1).load(ACC)  # [BM, 1]: As[k][rows of the thread], 4 x LDS.128
+        bv = b_cur.slice(k, 1, dim=0).load(ACC)  # [1, BN]: Bs[k][its columns], 2 x LDS.128
+        if COPY_STEPS == 1:  # the whole K-tile at k-step 0: one copy per operand
+            if k == 0:
+                async_copy(a_nxt, a_tile + koff * stride_ak)
+                async_copy(b_nxt, b_tile + koff * stride_bk)
+                _ac.commit_group()
+        elif k < COPY_STEPS:  # K12's spread: copy c in k-step c % COPY_STEPS
+            for c in gl.static_range(k, BM // A_PIECE, COPY_STEPS):  # A: rows tid / 16 + 16 c
+                async_copy(a_nxt.slice(A_PIECE * c, A_PIECE, dim=1), a_src[c] + koff * stride_ak)
+            for c in gl.static_range(k, BK, COPY_STEPS):  # B: row c, column tid
+                async_copy(b_nxt.slice(c, 1, dim=0), b_src + (koff + c) * stride_bk)
+            if k == COPY_STEPS - 1:
+                _ac.commit_group()
+        if k == BK - 1:
+            # this step's values are in registers and the other stage's copies are issued:
+            # wait for them, then one barrier publishes them and frees this stage
+            _ac.wait_group(0)
+            cta_barrier()
+        acc = gl.fma(av, bv, acc)  # 16 x 8 FFMA
+    return acc
+
+
+@gluon.jit
+def _last_phase(acc, a_cur, b_cur, BK: gl.constexpr, ACC: gl.constexpr):
+    """The peeled last phase: nothing left to copy, no barrier."""
+    a_t = a_cur.permute([1, 0])
+    for k in gl.static_range(BK):
+        av = a_t.slice(k, 1, dim=1).load(ACC)
+        bv = b_cur.slice(k, 1, dim=0).load(ACC)
+        acc = gl.fma(av, bv, acc)
+    return acc
+
+
+@gluon.jit
+def g12_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, COPY_STEPS: gl.constexpr,
+):
+    """C[M, N] = A[M, K] @ B[K, N] in FP32; one program computes one BM x BN tile of C."""
+    gl.static_assert(gl.num_warps() == 8)
+    A_PIECE: gl.constexpr = 16  # rows of A per copy c: 256 threads / BK columns
+    gl.static_assert(A_PIECE * BK == 32 * gl.num_warps())
+    ACC: gl.constexpr = ACC_LAYOUT
+    # A's K-tile [BK, BM], K12's copy map: lane bits 0..3 -> k (tid % 16), lane bit 4 and the
+    # warp -> row tid / 16, register c -> row + 16 c; a [BK, A_PIECE] piece in it is one copy c
+    LA: gl.constexpr = gl.BlockedLayout([1, 1], [16, 2], [1, 8], [0, 1])
+    # B's K-tile [BK, BN]: thread tid -> column tid, register c -> row c
+    LB: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [1, 8], [1, 0])
+    # As[k][m] and Bs[k][n], plain row-major: cp.async takes no padded layout (module docstring)
+    SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+
+    pid_n = gl.program_id(0)  # blockIdx.x: columns of C
+    pid_m = gl.program_id(1)  # blockIdx.y: rows
+
+    a_s0 = gl.allocate_shared_memory(gl.float32, [BK, BM], SMEM)
+    a_s1 = gl.allocate_shared_memory(gl.float32, [BK, BM], SMEM)
+    b_s0 = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM)
+    b_s1 = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM)
+
+    # sources at k = 0; rows past M read row M - 1, columns past N column N - 1
+    ak = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
+    am = gl.minimum(pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, LA)), M - 1)
+    a_tile = a_ptr + am[None, :] * stride_am + ak[:, None] * stride_ak  # [BK, BM]: As[k][m]'s source
+    bk = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
+    bn = gl.minimum(pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)), N - 1)
+    b_tile = b_ptr + bk[:, None] * stride_bk + bn[None, :] * stride_bn  # [BK, BN]
+    b_src = b_ptr + bn[None, :] * stride_bn  # [1, BN]: row 0, for the copies of one row
+    # A's copy c as its own [BK, A_PIECE] piece, for the copies spread over COPY_STEPS k-steps
+    pm = gl.arange(0, A_PIECE, layout=gl.SliceLayout(0, LA))
+    pk = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
+    a_src = ()
+    for c in gl.static_range(BM // A_PIECE):
+        rows = gl.minimum(pid_m * BM + A_PIECE * c + pm, M - 1)
+        a_src = a_src + (a_ptr + rows[None, :] * stride_am + pk[:, None] * stride_ak,)
+
+    phases = gl.cdiv(K, BK)
+    k_first = K - BK * (phases - 1)  # values of k in phase 0 (1 .. BK)
+
+    # phase 0 into stage 0, all at once: k >= k_first zero-filled (K12's issue_first)
+    async_copy(a_s0, a_tile, mask=ak[:, None] < k_first)
+    async_copy(b_s0, b_tile, mask=bk[:, None] < k_first)
+    _ac.commit_group()
+    _ac.wait_group(0)
+    cta_barrier()
+
+    acc = gl.zeros([BM, BN], gl.float32, ACC)
+    koff = k_first  # first k of the K-tile being copied
+    # phases 1 .. phases - 1, two per iteration: stage 0 then stage 1 (named, not indexed)
+    for p in range(1, phases, 2):
+        acc = _phase(acc, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, a_src, b_src, koff, stride_ak,
+                     stride_bk, BK, BM, COPY_STEPS, A_PIECE, ACC)
+        koff += BK
+        if p + 1 < phases:
+            acc = _phase(acc, a_s1, b_s1, a_s0, b_s0, a_tile, b_tile, a_src, b_src, koff, stride_ak,
+                         stride_bk, BK, BM, COPY_STEPS, A_PIECE, ACC)
+            koff += BK
+    # the last phase reads the stage its tile was copied into: 0 for an odd number of phases
+    if phases % 2 == 1:
+        acc = _last_phase(acc, a_s0, b_s0, BK, ACC)
+    else:
+        acc = _last_phase(acc, a_s1, b_s1, BK, ACC)
+
+    cm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, ACC))
+    cn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
+    c_ptrs = c_ptr + cm[:, None] * stride_cm + cn[None, :] * stride_cn
+    gl.store(c_ptrs, acc, mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+def _options(maxnreg=None) -> dict:
+    maxnreg = MAXNREG if maxnreg is None else maxnreg
+    return {} if maxnreg is None else {"maxnreg": maxnreg}
+
+
+def matmul(a, b, out=None):
+    """``out = a @ b`` (FP32, row-major or any strides) with K12's tile and lane map; returns out."""
+    return gc.launch(g12_kernel, a, b, out, name=NAME, why=unsupported_reason(), multiple_of=MULTIPLE_OF,
+                     tile=(BM, BN, BK), num_warps=NUM_WARPS, options=_options(), COPY_STEPS=COPY_STEPS)
+
+
+def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
+    """Kernel, representative arguments and options for ``aot.compile_sass_target`` (``num_stages``
+    other than 1 refused: writes its two stages itself)."""
+    return gc.aot_spec(g12_kernel, num_stages, shape, name=NAME, why=unsupported_reason(),
+                       refusal="writes its two stages itself", tile=(BM, BN, BK), num_warps=NUM_WARPS,
+                       options=_options(), COPY_STEPS=COPY_STEPS)
