@@ -78,8 +78,17 @@ extern "C" __global__ void k6_vectorized(SGEMM_KERNEL_PARAMS) {
         for (int r = 0; r < K6_TM; ++r) {
             const int row = row0 + i0 + r;
             if (row < M) {
-                sgemm_store4(C, row * N + col, alpha,
-                             make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]), beta);
+                float4 *out = reinterpret_cast<float4 *>(C + row * N + col);
+                float4 v = make_float4(alpha * acc[r][0], alpha * acc[r][1],
+                                       alpha * acc[r][2], alpha * acc[r][3]);
+                if (beta != 0.0f) {  // with beta == 0 the old C is never read
+                    const float4 old = *out;
+                    v.x += beta * old.x;
+                    v.y += beta * old.y;
+                    v.z += beta * old.z;
+                    v.w += beta * old.w;
+                }
+                *out = v;
             }
         }
     }

@@ -92,8 +92,17 @@ extern "C" __global__ void __launch_bounds__(K7_THREADS) k7_block_tile_8x8(SGEMM
         for (int h = 0; h < K7_TN / 4; ++h) {
             const int col = col0 + K7_TN * tx + 4 * h;
             if (col < N) {
-                sgemm_store4(C, row * N + col, alpha,
-                             make_float4(acc[r][4 * h + 0], acc[r][4 * h + 1], acc[r][4 * h + 2], acc[r][4 * h + 3]), beta);
+                float4 *out = reinterpret_cast<float4 *>(C + row * N + col);
+                float4 v = make_float4(alpha * acc[r][4 * h + 0], alpha * acc[r][4 * h + 1],
+                                       alpha * acc[r][4 * h + 2], alpha * acc[r][4 * h + 3]);
+                if (beta != 0.0f) {  // with beta == 0 the old C is never read
+                    const float4 old = *out;
+                    v.x += beta * old.x;
+                    v.y += beta * old.y;
+                    v.z += beta * old.z;
+                    v.w += beta * old.w;
+                }
+                *out = v;
             }
         }
     }

@@ -122,8 +122,17 @@ extern "C" __global__ void __launch_bounds__(K8_THREADS) k8_warp_tile(SGEMM_KERN
             for (int j = 0; j < K8_TN / 4; ++j) {
                 const int col = col0 + tn + 4 * K8_LN * j;
                 if (col < N) {
-                    sgemm_store4(C, row * N + col, alpha,
-                                 make_float4(acc[r][4 * j + 0], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]), beta);
+                    float4 *out = reinterpret_cast<float4 *>(C + row * N + col);
+                    float4 v = make_float4(alpha * acc[r][4 * j + 0], alpha * acc[r][4 * j + 1],
+                                           alpha * acc[r][4 * j + 2], alpha * acc[r][4 * j + 3]);
+                    if (beta != 0.0f) {  // with beta == 0 the old C is never read
+                        const float4 old = *out;
+                        v.x += beta * old.x;
+                        v.y += beta * old.y;
+                        v.z += beta * old.z;
+                        v.w += beta * old.w;
+                    }
+                    *out = v;
                 }
             }
         }
