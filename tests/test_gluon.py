@@ -76,6 +76,32 @@ def test_g6_accumulator_is_k6s_thread_map():
                 assert _blocked_owner(acc, row, col, 4) == {tid}
 
 
+def _assert_linear_map(mod, shape: tuple[int, int], position) -> None:
+    """The twin's ACC_LAYOUT puts acc[r][c] of every thread where ``position(tid, r, c)`` (the
+    CUDA kernel's formulas) does, each output of the block tile exactly once: every basis of
+    (register, lane, warp) XORs its (row, column) offset in where its bit is set."""
+    bases = mod.ACC_BASES
+    assert [len(bases["reg"]), len(bases["lane"]), len(bases["warp"])] == [7, 5, 3]
+    layout = mod.ACC_LAYOUT.value
+    assert layout.reg_bases == bases["reg"] and layout.lane_bases == bases["lane"]
+    assert layout.warp_bases == bases["warp"] and list(layout.shape) == list(shape)
+    seen = set()
+    for tid in range(256):
+        warp, lane = divmod(tid, 32)
+        for reg in range(128):
+            row = col = 0
+            for bits, key in ((reg, "reg"), (lane, "lane"), (warp, "warp")):
+                for i, (dr, dc) in enumerate(bases[key]):
+                    if bits >> i & 1:
+                        row, col = row ^ dr, col ^ dc
+            # register bits: c, r in a 4x4 sub-block, then j, then i (acc[r][c]: r = 4i + .., c = 4j + ..)
+            r = 4 * (reg >> 5) + (reg >> 2 & 3)
+            c = 4 * (reg >> 4 & 1) + (reg & 3)
+            assert (row, col) == position(tid, r, c), (tid, reg)
+            seen.add((row, col))
+    assert len(seen) == shape[0] * shape[1]  # every output exactly once
+
+
 def _k10_position(tid: int, r: int, c: int) -> tuple[int, int]:
     """(row, col) in the block tile of acc[r][c] of thread tid, by k10_tuned.cu's formulas."""
     BM, BN, TM, TN, WARPS_N = 256, 128, 16, 8, 2
@@ -91,28 +117,7 @@ def _k10_position(tid: int, r: int, c: int) -> tuple[int, int]:
 
 def test_g10_linear_layout_is_k10s_lane_map():
     g10 = _module("triton_kernels.g10_gluon")
-    bases = g10.ACC_BASES
-    assert [len(bases["reg"]), len(bases["lane"]), len(bases["warp"])] == [7, 5, 3]
-    layout = g10.ACC_LAYOUT.value
-    assert layout.reg_bases == bases["reg"] and layout.lane_bases == bases["lane"]
-    assert layout.warp_bases == bases["warp"] and list(layout.shape) == [256, 128]
-    seen = set()
-    for tid in range(256):
-        warp, lane = divmod(tid, 32)
-        for reg in range(128):
-            row = col = 0
-            for i, (dr, dc) in enumerate(bases["reg"]):
-                row, col = (row ^ dr, col ^ dc) if reg >> i & 1 else (row, col)
-            for i, (dr, dc) in enumerate(bases["lane"]):
-                row, col = (row ^ dr, col ^ dc) if lane >> i & 1 else (row, col)
-            for i, (dr, dc) in enumerate(bases["warp"]):
-                row, col = (row ^ dr, col ^ dc) if warp >> i & 1 else (row, col)
-            # register bits: c, r in a 4x4 sub-block, then j, then i (acc[r][c]: r = 4i + .., c = 4j + ..)
-            r = 4 * (reg >> 5) + (reg >> 2 & 3)
-            c = 4 * (reg >> 4 & 1) + (reg & 3)
-            assert (row, col) == _k10_position(tid, r, c), (tid, reg)
-            seen.add((row, col))
-    assert len(seen) == 256 * 128  # every output exactly once
+    _assert_linear_map(g10, (256, 128), _k10_position)
 
 
 def _k12_position(tid: int, r: int, c: int) -> tuple[int, int]:
@@ -133,26 +138,7 @@ def test_g12_linear_layout_is_k12s_lane_map():
     g12 = _module("triton_kernels.g12_gluon")
     assert (g12.BM, g12.BN, g12.BK, g12.NUM_WARPS, g12.TM, g12.TN) == (128, 256, 16, 8, 16, 8)
     assert (g12.WARPS_M, g12.WARPS_N) == (2, 4)
-    bases = g12.ACC_BASES
-    assert [len(bases["reg"]), len(bases["lane"]), len(bases["warp"])] == [7, 5, 3]
-    layout = g12.ACC_LAYOUT.value
-    assert layout.reg_bases == bases["reg"] and layout.lane_bases == bases["lane"]
-    assert layout.warp_bases == bases["warp"] and list(layout.shape) == [128, 256]
-    seen = set()
-    for tid in range(256):
-        warp, lane = divmod(tid, 32)
-        for reg in range(128):
-            row = col = 0
-            for bits, key in ((reg, "reg"), (lane, "lane"), (warp, "warp")):
-                for i, (dr, dc) in enumerate(bases[key]):
-                    if bits >> i & 1:
-                        row, col = row ^ dr, col ^ dc
-            # register bits: c, r in a 4x4 sub-block, then j, then i (acc[r][c]: r = 4i + .., c = 4j + ..)
-            r = 4 * (reg >> 5) + (reg >> 2 & 3)
-            c = 4 * (reg >> 4 & 1) + (reg & 3)
-            assert (row, col) == _k12_position(tid, r, c), (tid, reg)
-            seen.add((row, col))
-    assert len(seen) == 128 * 256  # every output exactly once
+    _assert_linear_map(g12, (128, 256), _k12_position)
 
 
 # ---------------------------------------------------------------------------------------------
