@@ -163,14 +163,10 @@ def g10_kernel(
     gl.store(c_ptrs, acc, mask=(cm[:, None] < M) & (cn[None, :] < N))
 
 
-def _options() -> dict:
-    return {} if MAXNREG is None else {"maxnreg": MAXNREG}
-
-
 def matmul(a, b, out=None):
     """``out = a @ b`` (FP32, row-major or any strides) with K10's tile and lane map; returns out."""
     return gc.launch(g10_kernel, a, b, out, name=NAME, why=unsupported_reason(), multiple_of=MULTIPLE_OF,
-                     tile=(BM, BN, BK), num_warps=NUM_WARPS, options=_options(), PAD=PAD)
+                     tile=(BM, BN, BK), num_warps=NUM_WARPS, maxnreg=MAXNREG, PAD=PAD)
 
 
 def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
@@ -178,4 +174,4 @@ def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
     other than 1 refused: writes its two stages itself)."""
     return gc.aot_spec(g10_kernel, num_stages, shape, name=NAME, why=unsupported_reason(),
                        refusal="writes its two stages itself", tile=(BM, BN, BK), num_warps=NUM_WARPS,
-                       options=_options(), PAD=PAD)
+                       maxnreg=MAXNREG, PAD=PAD)

@@ -243,15 +243,10 @@ def g12_kernel(
     gl.store(c_ptrs, acc, mask=(cm[:, None] < M) & (cn[None, :] < N))
 
 
-def _options(maxnreg=None) -> dict:
-    maxnreg = MAXNREG if maxnreg is None else maxnreg
-    return {} if maxnreg is None else {"maxnreg": maxnreg}
-
-
 def matmul(a, b, out=None):
     """``out = a @ b`` (FP32, row-major or any strides) with K12's tile and lane map; returns out."""
     return gc.launch(g12_kernel, a, b, out, name=NAME, why=unsupported_reason(), multiple_of=MULTIPLE_OF,
-                     tile=(BM, BN, BK), num_warps=NUM_WARPS, options=_options(), COPY_STEPS=COPY_STEPS)
+                     tile=(BM, BN, BK), num_warps=NUM_WARPS, maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS)
 
 
 def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
@@ -259,4 +254,4 @@ def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
     other than 1 refused: writes its two stages itself)."""
     return gc.aot_spec(g12_kernel, num_stages, shape, name=NAME, why=unsupported_reason(),
                        refusal="writes its two stages itself", tile=(BM, BN, BK), num_warps=NUM_WARPS,
-                       options=_options(), COPY_STEPS=COPY_STEPS)
+                       maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS)

@@ -107,10 +107,15 @@ def strides(a, b, out) -> tuple[int, ...]:
     return (a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
 
 
+def _maxnreg(maxnreg: int | None) -> dict:
+    return {} if maxnreg is None else {"maxnreg": maxnreg}
+
+
 def launch(kernel, a, b, out, *, name: str, why: str | None, multiple_of: tuple[int, int, int],
-           tile: tuple[int, int, int], num_warps: int, options: dict | None = None, **constexprs):
+           tile: tuple[int, int, int], num_warps: int, maxnreg: int | None = None, **constexprs):
     """``out = a @ b`` by a twin's kernel: refused (``require_supported``, ``check_operands``)
-    before launch, then one program per (BN columns, BM rows) tile of C; returns out."""
+    before launch, then one program per (BN columns, BM rows) tile of C; returns out. ``maxnreg``:
+    the register cap the compile takes (None: the compiler's choice)."""
     import triton
 
     require_supported(name, why)
@@ -120,12 +125,12 @@ def launch(kernel, a, b, out, *, name: str, why: str | None, multiple_of: tuple[
     N = b.shape[1]
     grid = (triton.cdiv(N, bn), triton.cdiv(M, bm))
     kernel[grid](a, b, out, M, N, K, *strides(a, b, out), BM=bm, BN=bn, BK=bk, **constexprs,
-                 num_warps=num_warps, num_stages=1, **(options or {}))
+                 num_warps=num_warps, num_stages=1, **_maxnreg(maxnreg))
     return out
 
 
 def aot_spec(kernel, num_stages: int, shape, *, name: str, why: str | None, refusal: str,
-             tile: tuple[int, int, int], num_warps: int, options: dict | None = None, **constexprs):
+             tile: tuple[int, int, int], num_warps: int, maxnreg: int | None = None, **constexprs):
     """A twin's ``aot_spec``: the kernel, representative arguments and options for
     ``aot.compile_sass_target``. A twin writes its stages itself (Triton's software pipeliner does
     not touch Gluon kernels): ``num_stages`` other than 1 is refused, ``refusal`` saying why."""
@@ -137,5 +142,5 @@ def aot_spec(kernel, num_stages: int, shape, *, name: str, why: str | None, refu
     bm, bn, bk = tile
     spec = matmul_spec(kernel, dict(BM=bm, BN=bn, BK=bk, **constexprs), num_warps=num_warps,
                        num_stages=1, shape=shape)
-    spec.extra_options.update(options or {})
+    spec.extra_options.update(_maxnreg(maxnreg))
     return spec
