@@ -128,8 +128,13 @@ def compile_all(shape, configs, jobs: int, deadline: float) -> dict:
     return done
 
 
-class Sweep:
-    def __init__(self, shape, out: Path, target_s: float):
+class SweepBench:
+    """What a parameter sweep holds at its shape: the operands (random, seed 0), the NaN-poisoned
+    output, the float64 reference, the results file, and cuBLAS FP32 (TF32 off) timed as the
+    study times kernels, one row per timing. Both sweeps (Triton's here, the CUDA template's in
+    :mod:`study.sweep_cuda`) measure on it; ``common`` is what every row of theirs carries."""
+
+    def __init__(self, shape, path: Path, columns: list[str], target_s: float, common: dict):
         import torch
 
         from study import baseline, bench
@@ -137,33 +142,48 @@ class Sweep:
         from study.results import ResultsFile, git_commit, timestamp
 
         self.torch, self.bench, self.timestamp = torch, bench, timestamp
-        self.shape = shape
-        self.target_s = target_s
+        self.shape, self.target_s = shape, target_s
         baseline.pin_fp32()
         self.gpu = gpu_mod.from_device()
         self.flush = bench.L2Flush(self.gpu.l2_bytes)
-        self.a, self.b, self.c = _operands(*shape)
+        self.a, self.b = bench.random_inputs(*shape, seed=0)
+        self.c = bench.poisoned(shape[0], shape[1])
         self.ref = self.a.double() @ self.b.double()
-        self.file = ResultsFile(RunDir(out).file(rundir.SWEEP), COLUMNS)
-        import triton
-
-        self.common = {"M": shape[0], "N": shape[1], "K": shape[2], "triton": triton.__version__,
-                       "gpu": self.gpu.name, "commit": git_commit()}
+        self.file = ResultsFile(path, columns)
+        self.common = {"M": shape[0], "N": shape[1], "K": shape[2], **common, "gpu": self.gpu.name,
+                       "commit": git_commit()}
         self.cublas_ms = None
 
     def flops(self) -> float:
         M, N, K = self.shape
         return 2.0 * M * N * K
 
-    def time_cublas(self, target_s: float | None = None) -> float:
+    def time_cublas(self, target_s: float | None = None, **label) -> float:
+        """Time cuBLAS at the shape; its row (``label`` added) and the time the next rows compare to."""
         torch = self.torch
         t = self.bench.time_cuda(lambda: torch.matmul(self.a, self.b, out=self.c), self.flush,
                                  target_s=target_s or self.target_s)
         self.cublas_ms = t.ms
-        self.file.append({**self.common, "round": "cublas", "status": "ok", "ms": t.ms, "p20_ms": t.p20_ms,
-                          "p80_ms": t.p80_ms, "reps": t.reps, "tflops": self.flops() / t.ms / 1e9,
-                          "cublas_ms": t.ms, "pct_cublas": 100.0, "timestamp": self.timestamp()})
+        self.file.append({**self.common, **label, "round": "cublas", "status": "ok", "ms": t.ms,
+                          "p20_ms": t.p20_ms, "p80_ms": t.p80_ms, "reps": t.reps,
+                          "tflops": self.flops() / t.ms / 1e9, "cublas_ms": t.ms, "pct_cublas": 100.0,
+                          "timestamp": self.timestamp()})
         return t.ms
+
+    def timed(self, row: dict, launch, target_s: float | None = None) -> None:
+        """``row`` gains the time of ``launch`` (already checked against the reference)."""
+        t = self.bench.time_cuda(launch, self.flush, target_s=target_s or self.target_s)
+        row.update(status="ok", ms=t.ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, reps=t.reps,
+                   tflops=self.flops() / t.ms / 1e9, cublas_ms=self.cublas_ms,
+                   pct_cublas=100.0 * self.cublas_ms / t.ms)
+
+
+class Sweep(SweepBench):
+    def __init__(self, shape, out: Path, target_s: float):
+        import triton
+
+        super().__init__(shape, RunDir(out).file(rundir.SWEEP), COLUMNS, target_s,
+                         {"triton": triton.__version__})
 
     def measure(self, rnd: str, cfg: tuple, compiled: tuple, target_s: float | None = None) -> dict:
         from triton_kernels.tile import even_k, tiled_matmul_kernel
@@ -194,10 +214,7 @@ class Sweep:
                 if not err <= self.bench.TOLERANCE:
                     row["status"] = "wrong result"
                 else:
-                    t = self.bench.time_cuda(launch, self.flush, target_s=target_s or self.target_s)
-                    row.update(status="ok", ms=t.ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, reps=t.reps,
-                               tflops=self.flops() / t.ms / 1e9, cublas_ms=self.cublas_ms,
-                               pct_cublas=100.0 * self.cublas_ms / t.ms)
+                    self.timed(row, launch, target_s)
             except Exception as e:  # a launch that fails is a row, not the end of the sweep
                 row["status"] = f"launch error: {first_line(e)[:160]}"
         self.file.append(row)

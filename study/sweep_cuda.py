@@ -33,6 +33,7 @@ from study.cli import say
 from study.errors import InputError, first_line
 from study.registration import define_value, source_text, with_overrides
 from study.rundir import RunDir
+from study.sweep import SweepBench, ranked
 
 PARAMS = ("BM", "BN", "BK", "TM", "TN", "WARPS_M", "WARPS_N", "STAGES", "COPY_STEPS")
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256))
@@ -188,43 +189,15 @@ class Cubin:
             self.mod = ctypes.c_void_p()
 
 
-class Sweep:
+class Sweep(SweepBench):
     def __init__(self, kernel, shape, out: Path, target_s: float):
-        import torch
-
-        from study import baseline, bench
-        from study import gpu as gpu_mod
-        from study.results import ResultsFile, git_commit, timestamp
-
-        self.torch, self.bench, self.timestamp = torch, bench, timestamp
-        self.kernel, self.shape, self.target_s = kernel, shape, target_s
-        baseline.pin_fp32()
-        self.gpu = gpu_mod.from_device()
-        self.flush = bench.L2Flush(self.gpu.l2_bytes)
-        self.a, self.b = bench.random_inputs(*shape, seed=0)
-        self.c = bench.poisoned(shape[0], shape[1])
-        self.ref = self.a.double() @ self.b.double()
-        self.small = bench.random_inputs(*CHECK_SHAPE, seed=1)
+        super().__init__(shape, RunDir(out).file(rundir.SWEEP_CUDA), COLUMNS, target_s, {"kernel": kernel.id})
+        self.kernel = kernel
+        self.small = self.bench.random_inputs(*CHECK_SHAPE, seed=1)
         self.small_ref = self.small[0].double() @ self.small[1].double()
-        self.file = ResultsFile(RunDir(out).file(rundir.SWEEP_CUDA), COLUMNS)
-        self.common = {"kernel": kernel.id, "M": shape[0], "N": shape[1], "K": shape[2],
-                       "gpu": self.gpu.name, "commit": git_commit()}
-        self.cublas_ms = None
-
-    def flops(self) -> float:
-        M, N, K = self.shape
-        return 2.0 * M * N * K
 
     def time_cublas(self, target_s: float | None = None) -> float:
-        torch = self.torch
-        t = self.bench.time_cuda(lambda: torch.matmul(self.a, self.b, out=self.c), self.flush,
-                                 target_s=target_s or self.target_s)
-        self.cublas_ms = t.ms
-        self.file.append({**self.common, "kernel": registry.BASELINE.id, "round": "cublas", "status": "ok",
-                          "ms": t.ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms, "reps": t.reps,
-                          "tflops": self.flops() / t.ms / 1e9, "cublas_ms": t.ms, "pct_cublas": 100.0,
-                          "timestamp": self.timestamp()})
-        return t.ms
+        return super().time_cublas(target_s, kernel=registry.BASELINE.id)
 
     def _error(self, cubin: Cubin, reg, smem: int, a, b, ref) -> float:
         c = self.bench.poisoned(a.shape[0], b.shape[1])
@@ -255,10 +228,7 @@ class Sweep:
                 M, N, _ = self.shape
                 launch = cubin.launcher(self.a, self.b, self.c, (-(-N // reg.bn), -(-M // reg.bm)),
                                         reg.threads, smem)
-                t = self.bench.time_cuda(launch, self.flush, target_s=target_s or self.target_s)
-                row.update(status="ok", ms=t.ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, reps=t.reps,
-                           tflops=self.flops() / t.ms / 1e9, cublas_ms=self.cublas_ms,
-                           pct_cublas=100.0 * self.cublas_ms / t.ms)
+                self.timed(row, launch, target_s)
         except Exception as e:  # a variant that fails to load or launch is a row, not the end
             row["status"] = f"launch error: {first_line(e)[:160]}"
         finally:
@@ -266,10 +236,6 @@ class Sweep:
                 cubin.close()
         self.file.append(row)
         return row
-
-
-def ranked(rows: list[dict]) -> list[dict]:
-    return sorted((r for r in rows if r["status"] == "ok"), key=lambda r: r["ms"])
 
 
 def run(kernel, shape, out: Path, jobs: int, budget_s: float, target_s: float, top: int) -> int:

@@ -1,5 +1,5 @@
 """study.sweep_cuda: the parameters it finds in a .cu, the space it covers, the shared memory of a
-variant. CPU only (the sweep itself needs a GPU)."""
+variant; on a GPU, both sweeps' measuring path."""
 
 import pytest
 
@@ -55,3 +55,34 @@ def test_k12_space_searches_where_the_copies_sit():
 ])
 def test_k12_shared_memory_follows_its_stage_stride(values, expected):
     assert sweep_cuda.smem_bytes(kernels.get("K12"), values) == expected
+
+
+@pytest.mark.gpu
+def test_both_sweeps_check_and_time_one_variant_beside_cublas(tmp_path):
+    """The measuring path of both sweeps on the GPU: the CUDA template's default variant and one
+    Triton configuration, each checked against float64 and timed, beside cuBLAS rows."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from study import rundir, sweep
+    from study.results import read
+
+    shape = (256, 256, 128)
+    k12 = kernels.get("K12")
+    values = sweep_cuda.space(k12)[0]
+    sw = sweep_cuda.Sweep(k12, shape, tmp_path / "cuda", target_s=0.01)
+    sw.time_cublas()
+    row = sw.measure("1", values, sweep_cuda._compile(k12, values, sweep_cuda.arch.of_device().sm))
+    assert row["status"] == "ok" and row["rel_err"] <= sw.bench.TOLERANCE
+    assert row["pct_cublas"] == pytest.approx(100 * sw.cublas_ms / row["ms"])
+    st = sweep.Sweep(shape, tmp_path / "triton", target_s=0.01)
+    st.time_cublas()
+    cfg = (64, 64, 32, 4, 2, 8, None)
+    trow = st.measure("1", cfg, sweep._compile((shape, cfg))[1:])
+    assert trow["status"] == "ok" and trow["rel_err"] <= st.bench.TOLERANCE
+    for out, name in ((tmp_path / "cuda", rundir.SWEEP_CUDA), (tmp_path / "triton", rundir.SWEEP)):
+        rows = read(rundir.RunDir(out).file(name))
+        assert list(rows["round"].astype(str)) == ["cublas", "1"]
+        assert list(rows["M"]) == [256, 256] and rows["commit"].notna().all()
+    cuda_rows = read(rundir.RunDir(tmp_path / "cuda").file(rundir.SWEEP_CUDA))
+    assert list(cuda_rows["kernel"]) == [kernels.BASELINE.id, "K12"]
