@@ -33,8 +33,8 @@
 // Parameters (-D overrides): K13_BM, K13_BN, K13_BK, K13_TM, K13_TN, K13_WARPS_M, K13_WARPS_N,
 // K13_STAGES, K13_LAG, K13_REFILL_STEP, K13_PAD.
 #include "common.cuh"
+#include "tma.cuh"  // the TMA and mbarrier helpers, the tensor-map encoder
 
-#include <cuda.h>  // CUtensorMap and its enums (types only)
 #include <stdint.h>
 
 #ifndef K13_BM
@@ -95,63 +95,13 @@ static_assert(K13_STAGES >= 2 && K13_LAG >= 1 && K13_LAG < K13_STAGES, "1 <= LAG
 static_assert(K13_REFILL_STEP >= 0 && K13_REFILL_STEP < K13_BK, "refill inside the phase");
 static_assert(K13_SMEM_BYTES <= 227 * 1024, "the stages fit in shared memory");
 
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
-__device__ __forceinline__ uint32_t k13_saddr(const void *p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void k13_bar_init(uint32_t bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-// One arrival that also expects `bytes` more bytes before the barrier's phase completes.
-__device__ __forceinline__ void k13_expect(uint32_t bar, uint32_t bytes) {
-    asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(bar),
-                 "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void k13_arrive(uint32_t bar) {
-    asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
-}
-// Until the barrier's phase of parity `parity` has completed: a test in a loop of the source
-// (try_wait's retry is moved out of line by ptxas, after the kernel's exit, which reads as a
-// loop around the whole main loop in SASS).
-__device__ __forceinline__ bool k13_test(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    asm volatile(
-        "{\n .reg .pred p;\n"
-        " mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-    return done != 0;
-}
-__device__ __forceinline__ void k13_wait(uint32_t bar, uint32_t parity) {
-    while (!k13_test(bar, parity)) {
-    }
-}
-// The box of tensor map `map` at element coordinates (c0 innermost, c1) into shared `dst` by the
-// copy engine, its bytes counted on `bar`; elements outside the tensor arrive as zeros.
-__device__ __forceinline__ void k13_tma(uint32_t dst, const CUtensorMap *map, int c0, int c1, uint32_t bar) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
-        : "memory");
-}
-__device__ __forceinline__ void k13_lds4(float *v, uint32_t addr) {
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
-                 : "r"(addr));
-}
-#endif
-
-
 extern "C" __global__ void __launch_bounds__(K13_THREADS, 1)
     k13_tma_stages(SGEMM_KERNEL_PARAMS, const __grid_constant__ CUtensorMap map_a,
                    const __grid_constant__ CUtensorMap map_b) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) unsigned char k13_smem[];
     // [stage 0: As | Bs][stage 1] ... [full barriers][empty barriers]
-    const uint32_t base = (k13_saddr(k13_smem) + 127) & ~uint32_t(127);
+    const uint32_t base = (tma_saddr(k13_smem) + 127) & ~uint32_t(127);
     const uint32_t full = base + K13_STAGES * K13_STAGE_BYTES;  // full[s] at full + 8 s
     const uint32_t empty = full + 8 * K13_STAGES;                // empty[s] at empty + 8 s
     const int tid = threadIdx.x;
@@ -160,10 +110,10 @@ extern "C" __global__ void __launch_bounds__(K13_THREADS, 1)
 
     if (tid == 0) {
         for (int s = 0; s < K13_STAGES; ++s) {
-            k13_bar_init(full + 8 * s, 1);             // thread 0's expect_tx, plus the bytes
-            k13_bar_init(empty + 8 * s, K13_THREADS);  // every thread, once it has read the stage
+            mbar_init(full + 8 * s, 1);             // thread 0's expect_tx, plus the bytes
+            mbar_init(empty + 8 * s, K13_THREADS);  // every thread, once it has read the stage
         }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        mbar_init_fence();
     }
     __syncthreads();
 
@@ -171,9 +121,9 @@ extern "C" __global__ void __launch_bounds__(K13_THREADS, 1)
     auto issue = [&](int q) {
         const int s = q % K13_STAGES;
         const uint32_t stage = base + s * K13_STAGE_BYTES;
-        k13_expect(full + 8 * s, K13_STAGE_BYTES);
-        k13_tma(stage, &map_a, q * K13_BK, row0, full + 8 * s);
-        k13_tma(stage + K13_A_BYTES, &map_b, col0, q * K13_BK, full + 8 * s);
+        mbar_expect(full + 8 * s, K13_STAGE_BYTES);
+        tma_load_2d(stage, &map_a, q * K13_BK, row0, full + 8 * s);
+        tma_load_2d(stage + K13_A_BYTES, &map_b, col0, q * K13_BK, full + 8 * s);
     };
     if (tid == 0) {
         const int prologue = min(K13_STAGES, phases);
@@ -183,7 +133,7 @@ extern "C" __global__ void __launch_bounds__(K13_THREADS, 1)
     auto refill = [&](int p) {
         const int q = p - K13_LAG + K13_STAGES;
         if (tid != 0 || p < K13_LAG || q >= phases) return;
-        k13_wait(empty + 8 * (q % K13_STAGES), ((p - K13_LAG) / K13_STAGES) & 1);
+        mbar_wait(empty + 8 * (q % K13_STAGES), ((p - K13_LAG) / K13_STAGES) & 1);
         issue(q);
     };
 
@@ -206,12 +156,12 @@ extern "C" __global__ void __launch_bounds__(K13_THREADS, 1)
     constexpr int RPS = K13_TM / 4;      // A rows loaded per k-step (a group's rows over its 4)
     float fa[2][K13_TM][4], fb[2][K13_TN];  // A: two groups' worth; B: two k-steps'
     auto load_a = [&](int buf, uint32_t stage, int g, int i) {
-        k13_lds4(fa[buf][i], a_lds + stage + 4 * (K13_LM * i * K13_AS_LD + 4 * g));
+        tma_lds4(fa[buf][i], a_lds + stage + 4 * (K13_LM * i * K13_AS_LD + 4 * g));
     };
     auto load_b = [&](int buf, uint32_t stage, int k) {
 #pragma unroll
         for (int j = 0; j < K13_TN / 4; ++j)
-            k13_lds4(&fb[buf][4 * j], b_lds + stage + 4 * (k * K13_BN + 4 * K13_LN * j));
+            tma_lds4(&fb[buf][4 * j], b_lds + stage + 4 * (k * K13_BN + 4 * K13_LN * j));
     };
     auto fma_step = [&](int k) {
         const int g = k / 4, kk = k % 4;
@@ -221,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(K13_THREADS, 1)
             for (int c = 0; c < K13_TN; ++c) acc[i][c] += fa[g % 2][i][kk] * fb[k % 2][c];
     };
 
-    k13_wait(full, 0);
+    mbar_wait(full, 0);
 #pragma unroll
     for (int i = 0; i < K13_TM; ++i) load_a(0, 0, 0, i);
     load_b(0, 0, 0);
@@ -237,8 +187,8 @@ extern "C" __global__ void __launch_bounds__(K13_THREADS, 1)
         for (int k = 0; k < K13_BK; ++k) {
             const int g = k / 4, kk = k % 4;
             if (k == K13_REFILL_STEP) refill(p);
-            if (k == K13_BK - 4) k13_wait(full + 8 * sn, ((p + 1) / K13_STAGES) & 1);
-            if (k == K13_BK - 1) k13_arrive(empty + 8 * (p % K13_STAGES));
+            if (k == K13_BK - 4) mbar_wait(full + 8 * sn, ((p + 1) / K13_STAGES) & 1);
+            if (k == K13_BK - 1) mbar_arrive(empty + 8 * (p % K13_STAGES));
 #pragma unroll
             for (int i = kk * RPS; i < (kk + 1) * RPS; ++i) {
                 if (g + 1 < G) load_a((g + 1) % 2, cur, g + 1, i);
@@ -278,49 +228,19 @@ extern "C" __global__ void __launch_bounds__(K13_THREADS, 1)
 #endif
 }
 
-// cuTensorMapEncodeTiled through the runtime (no driver library linked); null where the driver
-// has none.
-typedef CUresult (*K13Encode)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-static K13Encode k13_encoder() {
-    static K13Encode encode = [] {
-        void *fn = nullptr;
-        cudaDriverEntryPointQueryResult found;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
-                cudaSuccess ||
-            found != cudaDriverEntryPointSuccess)
-            fn = nullptr;
-        return reinterpret_cast<K13Encode>(fn);
-    }();
-    return encode;
-}
-
-// A rows x cols row-major float matrix as a 2-D tensor map with box_cols x box_rows boxes.
-static bool k13_map(K13Encode encode, CUtensorMap *map, const float *p, int rows, int cols, int box_rows,
-                    int box_cols) {
-    const cuuint64_t dim[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-    const cuuint64_t stride[1] = {(cuuint64_t)cols * sizeof(float)};  // bytes, a multiple of 16
-    const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
-    const cuuint32_t step[2] = {1, 1};
-    return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float *>(p), dim, stride, box, step,
-                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
 void launch_k13_tma_stages(int M, int N, int K, float alpha, const float *A, const float *B,
                            float beta, float *C, cudaStream_t stream) {
     // The bindings have refused what a tensor map cannot describe (N, K not multiples of 4,
     // unaligned operands, a device before sm_90). Without the driver's encoder nothing is
     // launched, and the launch error below says so.
-    const K13Encode encode = k13_encoder();
+    const TmaEncode encode = tma_encoder();
     CUtensorMap map_a, map_b;
     const size_t smem = K13_SMEM_BYTES;
     cudaFuncSetAttribute(k13_tma_stages, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     const dim3 block(K13_THREADS);
     const dim3 grid(sgemm_cdiv(N, K13_BN), sgemm_cdiv(M, K13_BM));
-    if (!encode || !k13_map(encode, &map_a, A, M, K, K13_BM, K13_AS_LD) ||
-        !k13_map(encode, &map_b, B, K, N, K13_BK, K13_BN)) {
+    if (!encode || !tma_map(encode, &map_a, A, M, K, K13_BM, K13_AS_LD) ||
+        !tma_map(encode, &map_b, B, K, N, K13_BK, K13_BN)) {
         k13_tma_stages<<<dim3(0), block, smem, stream>>>(M, N, K, alpha, A, B, beta, C, map_a, map_b);
         return;
     }

@@ -109,6 +109,10 @@ class Kernel:
     # is measured everywhere but is no rung of the square-shape ladder.
     meant_for: str | None = None
     gluon: bool = False  # a Triton kernel written in Gluon: the layouts (thread -> outputs) are explicit
+    # the threads of a block that own outputs, where fewer than ``threads``: a warp-specialised
+    # kernel's consumer warps (its producer warps issue the copies and own none). ``counted`` is
+    # per such thread. None: every thread.
+    compute_threads: int | None = None
 
     @property
     def registration(self) -> Registration | None:
@@ -316,6 +320,20 @@ KERNELS: tuple[Kernel, ...] = (
                         elems_per_phase=24, fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128,
                         ldg_bits=32 * 128 * 16, ldg_bits_b=32 * 16 * 256),
     ),
+    Kernel(
+        "K14", "cuda", "warp specialisation: a producer warp group issues K13's tensor copies, two consumer "
+        "warp groups multiply (setmaxnreg 24 / 240), 8 stages; 128x256x16, 8x16 per thread",
+        source="cuda_kernels/k14_warp_specialised.cu",
+        # 384 threads: warps 0-3 the producer (one thread waits on the empty barriers and issues
+        # the two boxes of a phase), warps 4-11 the 256 consumers that own the outputs; per
+        # consumer thread K13's counts (the block's two tensor copies a phase over 256 threads)
+        compute_threads=256,
+        counted=Counted(lds_dist=4, lds_bcast=2, fma_per_k=128, ldg_per_phase=Fraction(1, 128),
+                        elems_per_phase=24, fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128,
+                        ldg_bits=32 * 128 * 16, ldg_bits_b=32 * 16 * 256),
+        notes="meant for sm_90a (setmaxnreg), as the extension and the SASS tables build it; built for plain "
+        "sm_90 its consumers spill under the 168-register cap of 384 threads",
+    ),
     # Beside the ladder: a rung for one family of shapes (``meant_for``).
     Kernel(
         "KD", "cuda", "decode rung: B streamed once with 128-bit loads, K split over 32 k-groups per block, "
@@ -507,14 +525,16 @@ def cuda_ladder() -> list[Kernel]:
     return [k for k in by_impl("cuda") if k.meant_for is None]
 
 
-def last_rung(impl: str = "cuda") -> Kernel:
+def last_rung(impl: str = "cuda", among=None) -> Kernel:
     """The last kernel of ``impl`` for every shape, in registry order (for "cuda": the top of the
-    ladder)."""
+    ladder). ``among``: kernel ids to pick from (those a run measured, so that a run made before
+    a rung was added is described by its own top rung); the registry's last where none is a rung."""
     ladder = [k for k in by_impl(impl) if k.meant_for is None]
     if not ladder:
         raise InputError(f"the registry holds no {impl!r} kernel; impls: "
                          + ", ".join(sorted({k.impl for k in KERNELS})))
-    return ladder[-1]
+    picked = [k for k in ladder if among is not None and k.id in among]
+    return (picked or ladder)[-1]
 
 
 def request_ledger_kernels() -> list[Kernel]:
@@ -538,10 +558,11 @@ def gluon_twins(cuda_kernel_id: str) -> list[Kernel]:
     return [t for t in twins_of(cuda_kernel_id) if t.gluon]
 
 
-def headline_kernels() -> list[Kernel]:
+def headline_kernels(among=None) -> list[Kernel]:
     """The kernels the report's headline compares with cuBLAS, in this order: the tuned kernels,
-    the pipelined twins of the last CUDA rung, and that rung itself (always last)."""
-    top = last_rung()
+    the pipelined twins of the last CUDA rung (``last_rung(among=among)``), and that rung itself
+    (always last)."""
+    top = last_rung(among=among)
     return _unique([*tuned_kernels(), *pipelined_twins(top.id), top])
 
 

@@ -274,7 +274,8 @@ def test_every_cu_compiles_and_registers_what_python_reads(built):
 @pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
 def test_sass_holds_the_symbol_and_the_tile(built, k):
     """The kernel's sm_90 code holds one function, the registered symbol; its main loop does the
-    FMAs of one phase: outputs per thread (BM x BN / THREADS) x BK, and a kernel with no K-tile
+    FMAs of one phase: outputs per thread (BM x BN / THREADS, over the threads that own outputs
+    where a warp-specialised kernel's producer warps own none) x BK, and a kernel with no K-tile
     (BK = 0) touches no shared memory there."""
     from study.toolchain import sass, tools
 
@@ -287,7 +288,7 @@ def test_sass_holds_the_symbol_and_the_tile(built, k):
     loop = sass.loop_histogram(funcs[k.symbol])
     reg = k.registration
     if reg.bk:
-        assert loop["loop_FFMA"] == reg.bm * reg.bn * reg.bk // reg.threads
+        assert loop["loop_FFMA"] == reg.bm * reg.bn * reg.bk // (k.compute_threads or reg.threads)
     elif k.meant_for is None:
         assert loop["loop_FFMA"] > 0 and loop["loop_LDS"] == 0 and loop["loop_STS"] == 0
     else:  # the decode rung streams B with 128-bit loads (A is staged in shared memory)
@@ -313,12 +314,15 @@ def test_counts_agree_with_the_tile(k):
     if k.tile and k.impl == "cuda":  # T1's (32, 32, 1) is a launch tile: no shared-memory reuse
         bm, bn, bk = k.tile
         assert bk == c.phase_k
+        # the counts are per thread that owns outputs (a warp-specialised kernel: per consumer)
+        threads = k.compute_threads or k.threads
+        assert threads <= k.threads and threads % 32 == 0
         # the block's threads together own the block tile ...
-        assert c.outputs * k.threads == bm * bn
+        assert c.outputs * threads == bm * bn
         # ... and together load the A (BM x BK) and B (BK x BN) tiles once per phase
-        assert c.elems_per_phase * k.threads == (bm + bn) * bk
+        assert c.elems_per_phase * threads == (bm + bn) * bk
         # a load instruction carries ldg_bits / 32 elements (B's: ldg_bits_b / 32, where given)
-        a_elems, b_elems = F(bm * bk, k.threads), F(bk * bn, k.threads)
+        a_elems, b_elems = F(bm * bk, threads), F(bk * bn, threads)
         b_bits = c.ldg_bits_b or c.ldg_bits
         assert c.ldg_per_phase == a_elems / (c.ldg_bits // 32) + b_elems / (b_bits // 32)
 
@@ -451,6 +455,10 @@ def test_cuda_ladder_and_last_rung():
     assert [k.id for k in beside] == ["KD"] and beside[0].meant_for == "decode"  # today's
     assert kernels.last_rung().meant_for is None
     assert kernels.last_rung("triton") is kernels.by_impl("triton")[-1]
+    # among the kernels a run measured: its own top rung; none of them a rung: the registry's
+    ladder = kernels.cuda_ladder()
+    assert kernels.last_rung(among={"K0", ladder[-2].id, "K1"}) is ladder[-2]
+    assert kernels.last_rung(among={"K0"}) is ladder[-1] and kernels.last_rung(among=()) is ladder[-1]
     with pytest.raises(InputError, match="no 'opencl' kernel"):
         kernels.last_rung("opencl")
 
@@ -478,6 +486,8 @@ def test_headline_kernels():
     assert got[:-1] == kernels._unique([*kernels.tuned_kernels(), *kernels.pipelined_twins(top.id)])
     if top.id == "K6":  # today's ladder
         assert [k.id for k in got] == ["TA", "T5p", "K6"]
+    lower = kernels.cuda_ladder()[-2]
+    assert kernels.headline_kernels(among={lower.id})[-1] is lower
 
 
 def test_default_profile():

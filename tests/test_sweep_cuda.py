@@ -22,13 +22,15 @@ def test_a_kernel_without_parameters_is_refused_by_name():
 
 
 def test_a_kernel_with_more_arguments_is_refused_and_not_the_default():
-    # K13's kernel takes its two tensor maps after the SGEMM arguments: a cubin launched with the
-    # eight alone would read garbage maps, so the sweep refuses it and its default is K12
-    k13 = kernels.get("K13")
-    assert "CUtensorMap" in source_text(k13.source)
-    with pytest.raises(InputError, match="K13: its kernel k13_tma_stages takes more than SGEMM_KERNEL"):
-        sweep_cuda.parameters(k13)
-    assert kernels.cuda_ladder()[-1] is k13
+    # K13's and K14's kernels take their two tensor maps after the SGEMM arguments: a cubin
+    # launched with the eight alone would read garbage maps, so the sweep refuses them and its
+    # default is K12
+    for kid, symbol in (("K13", "k13_tma_stages"), ("K14", "k14_warp_specialised")):
+        k = kernels.get(kid)
+        assert "CUtensorMap" in source_text(k.source)
+        with pytest.raises(InputError, match=f"{kid}: its kernel {symbol} takes more than SGEMM_KERNEL"):
+            sweep_cuda.parameters(k)
+    assert kernels.cuda_ladder()[-1] is kernels.get("K14")
     assert sweep_cuda.default_kernel() is kernels.get("K12")
 
 

@@ -81,7 +81,7 @@ def _findings(tab: pd.DataFrame) -> list[str]:
         # the headline kernels, and the fastest CUDA rung profiled where it is not among them
         ladder = [k for k in registry.cuda_ladder() if k.id in by and np.isfinite(by[k.id]["ms"])]
         fastest = [min(ladder, key=lambda k: by[k.id]["ms"])] if ladder else []
-        for k in dict.fromkeys([*registry.headline_kernels(), *fastest]):
+        for k in dict.fromkeys([*registry.headline_kernels(among=by), *fastest]):
             if k.id not in by or k.id == base:
                 continue
             r = by[k.id]

@@ -33,8 +33,8 @@ def section_reproduce(run: Run) -> list[str]:
         out = str(run.out.resolve().relative_to(REPO))
     except ValueError:  # written outside the checkout (e.g. on a GPU machine): name no local path
         out = "DIR"
-    # the subset example names real ids: the baseline and the last hand-written rung
-    example = ",".join([registry.BASELINE.id, registry.last_rung().id])
+    # the subset example names real ids: the baseline and the last hand-written rung of the run
+    example = ",".join([registry.BASELINE.id, registry.last_rung(among=set(run.results["kernel"])).id])
     return [
         "```bash",
         'pip install -e ".[dev]"',
