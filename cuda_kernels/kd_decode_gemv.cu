@@ -1,37 +1,71 @@
 // KD: the decode rung, for small M (a few token rows times a weight matrix): C = A B with A
 // M x K small and B K x N large. Square-shape tiling stops paying here: at M = 1 every element of
 // B is used once, so the kernel is a stream over B and the aim is to read it at the DRAM's pace.
-// A block owns BN = 4 * TX columns of C (TX column threads, 4 columns each) and MT rows; its TG
-// k-groups share its range of K: thread (tx, g) reads float4 columns col .. col + 3 of B at rows
-// 4 * k4 .. 4 * k4 + 3 for k4 = g, g + TG, ... (4 LDG.128 of B per 4 k, UNROLL such steps in
-// flight), and A from shared memory, where a block stages it coalesced, TG * UNROLL * 4 values of
-// k at a time (MT LDS.128 per 4 k), keeping MT x 4 partial sums. A warp's load of B touches
-// 32 / TX rows of TX * 16 contiguous bytes: whole 32-byte sectors, every byte used once.
-// The k-groups are summed in a fixed order (warp shuffles, then shared memory over the warps).
-// Where the output tiles alone would leave SMs idle, K is split across blocks too (enough blocks
-// for BLOCKS_PER_SM per SM): each block leaves its sums in a workspace and the block of a tile
-// that finishes last (an integer ticket) adds the splits in their order 0, 1, ...; no float
-// atomics, so the result is the same bit for bit from run to run. MT is the smallest of 1, 2,
-// 4, ..., MT_MAX at least M; larger M takes several row tiles, the blocks of one column slab
-// adjacent so that B is re-read from L2. Each MT is its own kernel (kd_gemv is MT = 1, the
-// registered one; kd_gemv_m2 ... the others).
-// Parameters (-D overrides): TX, TG, UNROLL, MT_MAX, BLOCKS_PER_SM, MAX_SPLITS. The defaults are
-// the best of 135 variants on the H200 over decode M = 1, 8 and 32 (N = 18944, K = 3584; the
-// geometric mean of the speed-ups over cuBLAS).
+// The launcher picks one of two paths by M.
+//
+// The streaming path (M < SK_MIN_M; kd_gemv is its M = 1 kernel, the registered one, and
+// kd_gemv_m2 ... kd_gemv_m32 the others). A block owns BN = 4 * TX columns of C (TX column
+// threads, 4 columns each) and MT rows; its TG k-groups share its range of K: thread (tx, g)
+// reads float4 columns col .. col + 3 of B at rows 4 * k4 .. 4 * k4 + 3 for k4 = g, g + TG, ...
+// (4 LDG.128 of B per 4 k, UNROLL such steps in flight), and A from shared memory, where a block
+// stages it coalesced, TG * UNROLL * 4 values of k at a time (MT LDS.128 per 4 k), keeping MT x 4
+// partial sums. A warp's load of B touches 32 / TX rows of TX * 16 contiguous bytes: whole
+// 32-byte sectors, every byte used once. The k-groups are summed in a fixed order (warp shuffles,
+// then shared memory over the warps). Where the output tiles alone would leave SMs idle, K is
+// split across blocks too (enough blocks for BLOCKS_PER_SM per SM): each block leaves its sums in
+// a workspace and the block of a tile that finishes last (an integer ticket) adds the splits in
+// their order 0, 1, ... MT is the smallest of 1, 2, 4, ..., MT_MAX at least M; larger M takes
+// several row tiles, the blocks of one column slab adjacent so that B is re-read from L2. The
+// M = 1 kernel has its own TX, TG, UNROLL (M1_TX, M1_TG, M1_UNROLL).
+//
+// The tiled path (M >= SK_MIN_M: kd_gemv_sk_m16, kd_gemv_sk_m32; kd_gemv_sk_m4 and
+// kd_gemv_sk_m8 serve M <= 8 when SK_MIN_M is set that low): a tile of C is BM = 16 or 32 rows
+// by BN = 64 * SK_WARPS columns (larger M takes several row tiles of 32), B and A streamed
+// through shared memory in SK_STAGES stages of SK_BK values of k: B's rows by bulk copies
+// (cp.async.bulk on sm_90, completing on an mbarrier per stage; cp.async below sm_90 and for the
+// ragged last stage of K, zero-filled past K), A's by cp.async; the row tiles of one column slab
+// adjacent, so B is re-read from L2. A lane computes BM / 4 rows x 8 columns from LDS.128 of A
+// (4 rows a warp) and of B (128 contiguous bytes a warp). The work, (tile, stage of K) units, is
+// cut evenly over SK_BLOCKS_PER_SM blocks per SM (stream-K: no wave quantisation); a tile a block
+// covers whole is stored, a part of one goes to a workspace slot and the tile's last block (an
+// integer ticket) adds the parts in the order of K, every slot's loads in flight together.
+//
+// No float atomics anywhere: the result is the same bit for bit from run to run.
+// Parameters (-D overrides): M1_TX, M1_TG, M1_UNROLL, TX, TG, UNROLL, MT_MAX, BLOCKS_PER_SM,
+// MAX_SPLITS; SK_MIN_M, SK_WARPS, SK_BK, SK_STAGES, SK_BLOCKS_PER_SM, SK_BULK, SK_MIN_KTILES.
+// Defaults, from probes on the H200 at decode N = 18944, K = 3584 (L2 flushed, CUDA events):
+// M = 1 keeps TX = 8, TG = 16, UNROLL = 4, the best of an earlier sweep of 135 variants (first
+// probe run: 72.4 us, where a plain streaming read of B's 271.6 MB took 71.7 us); M = 2 .. 8
+// take TX = 16, TG = 8, UNROLL = 2 (same run, M = 8: 76.6 us, 129.9 with the M = 1 set). The
+// tiled path's parameters and SK_MIN_M are the best of 25 variants of the second run at M = 1, 8,
+// 16, 32, 64: M = 32 133.8 us against cuBLAS's 126.4 (cp.async in place of the bulk copies:
+// 135.1), M = 16 100.0 against 137.3, M = 64 247.8 against 224.7; M = 8 stays on the streaming
+// path (77.2 us, the tiled one 106.0).
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
 #include "common.cuh"
 
+#include <stdint.h>
+
+#ifndef KD_M1_TX
+#define KD_M1_TX 8  // M = 1 (kd_gemv): column threads of a block, 4 columns each
+#endif
+#ifndef KD_M1_TG
+#define KD_M1_TG 16  // M = 1: k-groups of a block
+#endif
+#ifndef KD_M1_UNROLL
+#define KD_M1_UNROLL 4  // M = 1: 4-k steps whose loads are in flight together
+#endif
 #ifndef KD_TX
-#define KD_TX 16       // column threads of a block: 4 columns each
+#define KD_TX 16  // M >= 2: column threads of a block
 #endif
 #ifndef KD_TG
-#define KD_TG 8       // k-groups of a block
+#define KD_TG 8  // M >= 2: k-groups of a block
 #endif
 #ifndef KD_UNROLL
-#define KD_UNROLL 2    // 4-k steps whose loads are in flight together
+#define KD_UNROLL 2  // M >= 2: 4-k steps whose loads are in flight together
 #endif
 #ifndef KD_MT_MAX
-#define KD_MT_MAX 8   // most rows of C one block computes
+#define KD_MT_MAX 8  // most rows of C one block of this path computes
 #endif
 #ifndef KD_BLOCKS_PER_SM
 #define KD_BLOCKS_PER_SM 4  // K is split until the grid holds this many blocks per SM
@@ -40,37 +74,39 @@
 #define KD_MAX_SPLITS 16
 #endif
 
+#define KD_M1_THREADS (KD_M1_TX * KD_M1_TG)
+#define KD_M1_BN (4 * KD_M1_TX)
 #define KD_THREADS (KD_TX * KD_TG)
 #define KD_BN (4 * KD_TX)
-#define KD_WARPS (KD_THREADS / 32)
-#define KD_CH (KD_TG * KD_UNROLL)  // float4 columns of A (4 k each) staged per chunk
 
-static_assert(KD_THREADS % 32 == 0 && KD_THREADS <= 1024, "whole warps, at most 1024 threads");
-static_assert(32 % KD_TX == 0, "a warp holds whole k-groups");
 static_assert(KD_MT_MAX >= 1 && KD_MT_MAX <= 32 && (KD_MT_MAX & (KD_MT_MAX - 1)) == 0,
               "MT_MAX a power of two up to 32");
 
 #define KD_PARAMS SGEMM_KERNEL_PARAMS, int splits, float *__restrict__ ws, unsigned *__restrict__ tickets
 
-template <int MT>
+template <int MT, int TX, int TG, int UNROLL>
 __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const float *__restrict__ A,
                                         const float *__restrict__ B, float beta, float *__restrict__ C,
                                         int splits, float *__restrict__ ws, unsigned *__restrict__ tickets) {
+    constexpr int THREADS = TX * TG, BN = 4 * TX, WARPS = THREADS / 32;
+    constexpr int CH = TG * UNROLL;  // float4 columns of A (4 k each) staged per chunk
+    static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps, at most 1024 threads");
+    static_assert(32 % TX == 0, "a warp holds whole k-groups");
     // Shared memory: the staged chunk of A during the loop, then one k-group's sums per warp
     // (the loop's last barrier frees the chunk). 16-byte words, so float4 views are aligned.
-    constexpr int AS_WORDS = KD_CH * (MT + 1), PARTIAL_WORDS = KD_WARPS * MT * KD_TX;
+    constexpr int AS_WORDS = CH * (MT + 1), PARTIAL_WORDS = WARPS * MT * TX;
     __shared__ float4 kd_smem[AS_WORDS > PARTIAL_WORDS ? AS_WORDS : PARTIAL_WORDS];
     auto as = reinterpret_cast<float4 (*)[MT + 1]>(kd_smem);             // as[CH][MT + 1]
-    auto partial = reinterpret_cast<float4 (*)[MT][KD_TX]>(kd_smem);     // partial[WARPS][MT][TX]
+    auto partial = reinterpret_cast<float4 (*)[MT][TX]>(kd_smem);     // partial[WARPS][MT][TX]
     // Block b: split b / tiles of K, output tile b % tiles = (column slab, row tile), the row
     // tiles of one slab adjacent (they read the same B).
     const int m_tiles = (M + MT - 1) / MT;
-    const int tiles = (N + KD_BN - 1) / KD_BN * m_tiles;
+    const int tiles = (N + BN - 1) / BN * m_tiles;
     const int split = blockIdx.x / tiles, tile = blockIdx.x % tiles;
     const int slab = tile / m_tiles;
     const int m0 = (tile % m_tiles) * MT;
-    const int tx = threadIdx.x % KD_TX, g = threadIdx.x / KD_TX;
-    const int col = slab * KD_BN + 4 * tx;
+    const int tx = threadIdx.x % TX, g = threadIdx.x / TX;
+    const int col = slab * BN + 4 * tx;
     const bool col_ok = col < N;                    // N % 4 == 0: a float4 is all in or out
     const int rows = min(MT, M - m0);
     const int per_split = (K / 4 + splits - 1) / splits;  // float4 rows of B per split
@@ -87,31 +123,31 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
     const float *b_col = B + (col_ok ? col : 0);
     const float4 *a4 = reinterpret_cast<const float4 *>(A + (size_t)m0 * K);
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int c0 = k_begin; c0 < k4s; c0 += KD_CH) {  // the same in every thread: barriers uniform
+    for (int c0 = k_begin; c0 < k4s; c0 += CH) {  // the same in every thread: barriers uniform
         // A chunk wholly inside K, read by a thread whose columns are inside N, needs no guard:
         // the common case takes the unpredicated path.
-        const bool whole = c0 + KD_CH <= k4s;
-        float4 b[KD_UNROLL][4];
+        const bool whole = c0 + CH <= k4s;
+        float4 b[UNROLL][4];
         const float *b_chunk = b_col + (size_t)4 * (c0 + g) * N;
 #pragma unroll
-        for (int u = 0; u < KD_UNROLL; ++u) {  // every B load of the chunk first: all in flight
+        for (int u = 0; u < UNROLL; ++u) {  // every B load of the chunk first: all in flight
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                const float4 *p = reinterpret_cast<const float4 *>(b_chunk + (size_t)(4 * KD_TG * u + j) * N);
-                b[u][j] = (whole && col_ok) || (c0 + g + KD_TG * u < k4s && col_ok) ? __ldg(p) : zero;
+                const float4 *p = reinterpret_cast<const float4 *>(b_chunk + (size_t)(4 * TG * u + j) * N);
+                b[u][j] = (whole && col_ok) || (c0 + g + TG * u < k4s && col_ok) ? __ldg(p) : zero;
             }
         }
 #pragma unroll
-        for (int i = 0; i < (MT * KD_CH + KD_THREADS - 1) / KD_THREADS; ++i) {
-            const int e = threadIdx.x + KD_THREADS * i;
-            const int m = e / KD_CH, q = e % KD_CH;  // q fastest: a row's float4 are contiguous
-            if (e < MT * KD_CH)
+        for (int i = 0; i < (MT * CH + THREADS - 1) / THREADS; ++i) {
+            const int e = threadIdx.x + THREADS * i;
+            const int m = e / CH, q = e % CH;  // q fastest: a row's float4 are contiguous
+            if (e < MT * CH)
                 as[q][m] = (m < rows && (whole || c0 + q < k4s)) ? __ldg(a4 + (size_t)m * (K / 4) + c0 + q) : zero;
         }
         __syncthreads();
 #pragma unroll
-        for (int u = 0; u < KD_UNROLL; ++u) {
-            const int q = g + KD_TG * u;
+        for (int u = 0; u < UNROLL; ++u) {
+            const int q = g + TG * u;
 #pragma unroll
             for (int m = 0; m < MT; ++m) {  // rows past M hold zeros: never stored
                 const float4 a = as[q][m];
@@ -133,26 +169,26 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 #pragma unroll
     for (int m = 0; m < MT; ++m) {
 #pragma unroll
-        for (int off = KD_TX; off < 32; off *= 2) {
+        for (int off = TX; off < 32; off *= 2) {
             acc[m].x += __shfl_xor_sync(0xffffffffu, acc[m].x, off);
             acc[m].y += __shfl_xor_sync(0xffffffffu, acc[m].y, off);
             acc[m].z += __shfl_xor_sync(0xffffffffu, acc[m].z, off);
             acc[m].w += __shfl_xor_sync(0xffffffffu, acc[m].w, off);
         }
-        if (lane < KD_TX) partial[warp][m][lane] = acc[m];
+        if (lane < TX) partial[warp][m][lane] = acc[m];
     }
     __syncthreads();
     // Then the warps, in order: thread t sums output (m, tx) = (t / TX, t % TX) over the warps.
     // One split of K: that is C. Several: each block leaves its sums in ws[split], and the
     // block of a tile that finishes last (an integer ticket; which block it is does not matter)
     // adds the splits in their order 0, 1, ...: the same sum whatever the order of arrival.
-    for (int o = threadIdx.x; o < MT * KD_TX; o += KD_THREADS) {
-        const int m = o / KD_TX, x = o % KD_TX;
-        const int c = slab * KD_BN + 4 * x;
+    for (int o = threadIdx.x; o < MT * TX; o += THREADS) {
+        const int m = o / TX, x = o % TX;
+        const int c = slab * BN + 4 * x;
         if (m >= rows || c >= N) continue;
         float4 s = partial[0][m][x];
 #pragma unroll
-        for (int w = 1; w < KD_WARPS; ++w) {
+        for (int w = 1; w < WARPS; ++w) {
             const float4 p = partial[w][m][x];
             s.x += p.x;
             s.y += p.y;
@@ -172,9 +208,9 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
     __syncthreads();
     if (!kd_last) return;
     __threadfence();
-    for (int o = threadIdx.x; o < MT * KD_TX; o += KD_THREADS) {
-        const int m = o / KD_TX, x = o % KD_TX;
-        const int c = slab * KD_BN + 4 * x;
+    for (int o = threadIdx.x; o < MT * TX; o += THREADS) {
+        const int m = o / TX, x = o % TX;
+        const int c = slab * BN + 4 * x;
         if (m >= rows || c >= N) continue;
         float4 s = __ldcg(reinterpret_cast<const float4 *>(ws + (size_t)(m0 + m) * N + c));
         for (int sp = 1; sp < splits; ++sp) {
@@ -189,13 +225,310 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
     if (threadIdx.x == 0) tickets[tile] = 0;  // ready for the next launch
 }
 
-// M = 1: the registered kernel (its SASS is the rung's in the tables)
-extern "C" __global__ void __launch_bounds__(KD_THREADS) kd_gemv(KD_PARAMS) {
-    kd_body<1>(M, N, K, alpha, A, B, beta, C, splits, ws, tickets);
+// ---------------------------------------------------------------------------------------------
+// The tiled path (M >= SK_MIN_M): a few rows of C against a wide slab of B, B streamed through
+// shared memory in SK_STAGES stages so that many of its bytes are in flight while the FMAs of an
+// earlier stage run.
+
+#ifndef KD_SK_MIN_M
+#define KD_SK_MIN_M 9  // the smallest M that takes the tiled path
+#endif
+#ifndef KD_SK_WARPS
+#define KD_SK_WARPS 4  // warps of a block, side by side along N: 64 columns each
+#endif
+#ifndef KD_SK_BK
+#define KD_SK_BK 16  // values of k per stage
+#endif
+#ifndef KD_SK_STAGES
+#define KD_SK_STAGES 3  // stages of the copy pipeline
+#endif
+#ifndef KD_SK_BLOCKS_PER_SM
+#define KD_SK_BLOCKS_PER_SM 3  // the grid: this many blocks per SM (fewer where they do not fit)
+#endif
+#ifndef KD_SK_BULK
+#define KD_SK_BULK 1  // 1: a stage's rows of B by bulk copies (cp.async.bulk, sm_90) and an mbarrier
+#endif
+#ifndef KD_SK_MIN_KTILES
+#define KD_SK_MIN_KTILES 4  // the fewest stages of work a block is given
+#endif
+
+// Bulk copies where the device pass is for sm_90 or later; cp.async (sm_80) below that.
+#if KD_SK_BULK && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KD_SK_USE_BULK 1
+#else
+#define KD_SK_USE_BULK 0
+#endif
+
+#define KD_SK_THREADS (32 * KD_SK_WARPS)
+#define KD_SK_BN (64 * KD_SK_WARPS)
+#define KD_SK_LDA (KD_SK_BK + 4)  // As row length (floats): rows r .. r + 3 on distinct banks
+
+static_assert(KD_SK_BK % 4 == 0 && KD_SK_BK >= 4, "whole float4 of k per stage");
+static_assert(KD_SK_STAGES >= 2, "at least two stages");
+
+// Bytes of dynamic shared memory of the tiled kernel of TM rows per thread (BM = 4 * TM).
+#define KD_SK_SMEM(tm) (KD_SK_STAGES * ((4 * (tm)) * KD_SK_LDA + KD_SK_BK * KD_SK_BN) * 4)
+
+__device__ __forceinline__ uint32_t kd_saddr(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-#define KD_KERNEL(name, mt)                                                                     \
-    extern "C" __global__ void __launch_bounds__(KD_THREADS) name(KD_PARAMS) {                    \
-        kd_body<mt>(M, N, K, alpha, A, B, beta, C, splits, ws, tickets);                          \
+// cp.async of 16 bytes, bypassing L1; src_bytes 0 writes zeros and reads nothing.
+__device__ __forceinline__ void kd_copy16(uint32_t dst, const float *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void kd_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void kd_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#if KD_SK_USE_BULK
+__device__ __forceinline__ void kd_bar_init(uint32_t bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+}
+// Arrives on the barrier, its phase now waiting for `bytes` more of copies.
+__device__ __forceinline__ void kd_bar_expect(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void kd_bulk(uint32_t dst, const float *src, uint32_t bytes, uint32_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void kd_bar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile(
+        "{\n .reg .pred P1;\n KD_WAIT:\n"
+        " mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+        " @!P1 bra KD_WAIT;\n}\n" ::"r"(bar), "r"(parity)
+        : "memory");
+}
+#endif
+__device__ __forceinline__ float4 kd_f4(const float *v) { return make_float4(v[0], v[1], v[2], v[3]); }
+__device__ __forceinline__ void kd_lds4(float *v, uint32_t addr) {
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                 : "r"(addr));
+}
+
+// The tiled path. A tile of C is BM = 4 * TM rows by BN = 64 * WARPS columns; a warp owns 64
+// of them, lane (rg, cg) = (lane % 4, lane / 4) the rows rg, rg + 4, ... (TM of them) and the
+// columns 4 cg .. 4 cg + 3 and 32 + 4 cg .. 32 + 4 cg + 3 of the warp's 64: per 4 values of k,
+// TM LDS.128 of A (As[m][k], four distinct rows a warp, one wavefront) and 8 LDS.128 of B (eight
+// distinct float4 a warp, 128 contiguous bytes) feed 32 TM FFMA. The work is the list of units
+// (tile, stage of K), the row tiles of one column slab adjacent; block b of G takes units
+// U b / G .. U (b + 1) / G - 1, the same share of B for every block (no wave quantisation), one
+// continuous pipeline across the tiles it touches. A tile the block covers whole is stored;
+// a part of one goes to one of the block's two workspace slots (its first tile, its last), and
+// the block of the tile that finishes last (an integer ticket) adds the tile's slots in the order
+// of K. No float atomics: the same bits every run.
+template <int TM>
+__device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, const float *__restrict__ A,
+                                           const float *__restrict__ B, float beta, float *__restrict__ C,
+                                           float *__restrict__ ws, unsigned *__restrict__ tickets) {
+    constexpr int BM = 4 * TM, BN = KD_SK_BN, BK = KD_SK_BK, T = KD_SK_THREADS, S = KD_SK_STAGES;
+    constexpr int LDA = KD_SK_LDA, A_BYTES = BM * LDA * 4, STAGE_BYTES = A_BYTES + BK * BN * 4;
+    extern __shared__ float4 kd_sk_smem[];
+#if KD_SK_USE_BULK
+    __shared__ uint64_t kd_sk_bar[KD_SK_STAGES];  // per stage: its bulk copies have landed
+    uint32_t parity = 0;                          // bit s: the phase of stage s awaited next
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < KD_SK_STAGES; ++s) kd_bar_init(kd_saddr(&kd_sk_bar[s]));
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+#endif
+    __shared__ bool kd_sk_last;
+    const uint32_t sbase = kd_saddr(kd_sk_smem);
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int rg = lane % 4, cg = lane / 4;
+    const int m_tiles = (M + BM - 1) / BM;
+    const int KT = (K + BK - 1) / BK;  // stages of K per tile
+    const long long U = (long long)m_tiles * ((N + BN - 1) / BN) * KT;
+    const long long G = gridDim.x, b = blockIdx.x;
+    const long long u0 = U * b / G, u1 = U * (b + 1) / G;
+    auto start_of = [&](long long blk) { return U * blk / G; };
+    auto block_of = [&](long long u) { return ((u + 1) * G - 1) / U; };  // start_of(b) <= u < start_of(b + 1)
+
+    // Copies of a stage: B's BK x BN floats, thread tid the float4 column b_col and the rows
+    // b_row0, b_row0 + 2, ...; A's BM x BK floats in float4, e = tid, tid + T, ...
+    constexpr int B_COPIES = BK * BN / 4 / T;  // BK / 2
+    constexpr int A_CHUNKS = BM * BK / 4;
+    const int b_row0 = tid / (BN / 4), b_col = 4 * (tid % (BN / 4));
+    auto load = [&](int t, int kt, int stage) {
+        const int k0 = kt * BK, row0 = (t % m_tiles) * BM, col = (t / m_tiles) * BN + b_col;
+        const uint32_t a_dst = sbase + stage * STAGE_BYTES, b_dst = a_dst + A_BYTES;
+#if KD_SK_USE_BULK
+        // A whole stage of K: thread 0 copies its BK rows of B (the part inside N of each; what
+        // lies past N feeds only outputs that are not stored). The ragged last stage of K is
+        // copied by everyone as below (zeros past K) and its barrier just arrived on.
+        const uint32_t bar = kd_saddr(&kd_sk_bar[stage]);
+        if (k0 + BK <= K) {
+            if (tid == 0) {
+                const int col0 = col - b_col;
+                const uint32_t bytes = 4 * min(BN, N - col0);
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                kd_bar_expect(bar, BK * bytes);
+#pragma unroll
+                for (int r = 0; r < BK; ++r)
+                    kd_bulk(b_dst + 4 * r * BN, B + (size_t)(k0 + r) * N + col0, bytes, bar);
+            }
+        } else {
+            if (tid == 0) kd_bar_expect(bar, 0);
+#else
+        {
+#endif
+#pragma unroll
+            for (int c = 0; c < B_COPIES; ++c) {
+                const int r = b_row0 + 2 * c, k = k0 + r;
+                const bool ok = k < K && col < N;  // N % 4 == 0: a float4 is all in or all out
+                kd_copy16(b_dst + 4 * (r * BN + b_col), ok ? B + (size_t)k * N + col : B, ok ? 16 : 0);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < (A_CHUNKS + T - 1) / T; ++i) {
+            const int e = tid + T * i;
+            if (A_CHUNKS % T != 0 && e >= A_CHUNKS) break;
+            const int m = e / (BK / 4), q = e % (BK / 4);
+            const int row = row0 + m, k = k0 + 4 * q;
+            const bool ok = row < M && k < K;  // K % 4 == 0
+            kd_copy16(a_dst + 4 * (m * LDA + 4 * q), ok ? A + (size_t)row * K + k : A, ok ? 16 : 0);
+        }
+    };
+
+    float acc[TM][8];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+
+    // Units as (tile, stage of K) counters: the next one to load, the one computed.
+    const int n_units = (int)(u1 - u0);
+    int lt = (int)(u0 / KT), lk = (int)(u0 % KT), ct = lt, ck = lk;
+    auto load_next = [&](int stage) {
+        load(lt, lk, stage);
+        if (++lk == KT) lk = 0, ++lt;
+    };
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+        if (s < n_units) load_next(s);
+        kd_commit();  // one group per stage, empty or not: wait_group counts stay exact
+    }
+    const uint32_t a_lds0 = sbase + 4 * (rg * LDA);
+    const uint32_t b_lds0 = sbase + A_BYTES + 4 * (warp * 64 + 4 * cg);
+    int stage = 0;
+    for (int n = 0; n < n_units; ++n) {
+        kd_wait<S - 2>();  // this thread's copies of unit n have landed ...
+#if KD_SK_USE_BULK
+        kd_bar_wait(kd_saddr(&kd_sk_bar[stage]), (parity >> stage) & 1);
+        parity ^= 1u << stage;
+#endif
+        __syncthreads();   // ... everyone's, and the stage refilled next is read by no one
+        if (n + S - 1 < n_units) load_next(stage == 0 ? S - 1 : stage - 1);
+        kd_commit();
+        const uint32_t a_lds = a_lds0 + stage * STAGE_BYTES, b_lds = b_lds0 + stage * STAGE_BYTES;
+#pragma unroll
+        for (int k4 = 0; k4 < BK / 4; ++k4) {
+            float a[TM][4];
+#pragma unroll
+            for (int i = 0; i < TM; ++i) kd_lds4(a[i], a_lds + 4 * (4 * i * LDA + 4 * k4));
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                float bv[8];
+                kd_lds4(bv, b_lds + 4 * ((4 * k4 + kk) * BN));
+                kd_lds4(bv + 4, b_lds + 4 * ((4 * k4 + kk) * BN + 32));
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i][kk], bv[j], acc[i][j]);
+            }
+        }
+        stage = stage == S - 1 ? 0 : stage + 1;
+
+        const int t = ct;
+        const bool tile_done = ck + 1 == KT;
+        if (++ck == KT) ck = 0, ++ct;
+        if (!tile_done && n + 1 != n_units) continue;  // the same in every thread
+        // The end of this block's part of tile t.
+        const long long t_begin = (long long)t * KT, t_end = t_begin + KT;
+        const int row0 = (t % m_tiles) * BM, col0 = (t / m_tiles) * BN + warp * 64 + 4 * cg;
+        const bool whole = u0 <= t_begin && tile_done;
+        if (whole) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                const int row = row0 + rg + 4 * i;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int col = col0 + 32 * h;
+                    if (row < M && col < N)
+                        sgemm_store4(C, (size_t)row * N + col, alpha, kd_f4(acc[i] + 4 * h), beta);
+                }
+            }
+        } else {
+            // Slot 2 b: the block's first tile; 2 b + 1: its last. A slot is BM x BN floats in
+            // the threads' order ((i, h), then the thread): a warp's float4 are contiguous.
+            float4 *slot = reinterpret_cast<float4 *>(ws) + (2 * b + (t == u0 / KT ? 0 : 1)) * (BM * BN / 4);
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    __stcg(slot + (2 * i + h) * T + tid, kd_f4(acc[i] + 4 * h));
+            const long long first = block_of(t_begin), last = block_of(t_end - 1);
+            __threadfence();  // this block's part is visible before its ticket is
+            __syncthreads();
+            if (tid == 0) kd_sk_last = atomicAdd(&tickets[t], 1u) == (unsigned)(last - first);
+            __syncthreads();
+            if (kd_sk_last) {
+                // acc (stored) becomes the sum over the slots, in the order of K; every load of
+                // a slot is independent of the sum so far, so a slot's TM x 2 loads fly together.
+                __threadfence();
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+#pragma unroll 2
+                for (long long p = first; p <= last; ++p) {
+                    const long long sl = 2 * p + (start_of(p) / KT == t ? 0 : 1);
+                    const float4 *src = reinterpret_cast<const float4 *>(ws) + sl * (BM * BN / 4) + tid;
+#pragma unroll
+                    for (int i = 0; i < TM; ++i)
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            const float4 v = __ldcg(src + (2 * i + h) * T);
+                            acc[i][4 * h] += v.x;
+                            acc[i][4 * h + 1] += v.y;
+                            acc[i][4 * h + 2] += v.z;
+                            acc[i][4 * h + 3] += v.w;
+                        }
+                }
+#pragma unroll
+                for (int i = 0; i < TM; ++i) {
+                    const int row = row0 + rg + 4 * i;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int col = col0 + 32 * h;
+                        if (row < M && col < N)
+                            sgemm_store4(C, (size_t)row * N + col, alpha, kd_f4(acc[i] + 4 * h), beta);
+                    }
+                }
+                if (tid == 0) tickets[t] = 0;  // ready for the next launch
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+    }
+    kd_wait<0>();  // no copy outlives the block
+}
+
+// M = 1: the registered kernel (its SASS is the rung's in the tables)
+extern "C" __global__ void __launch_bounds__(KD_M1_THREADS) kd_gemv(KD_PARAMS) {
+    kd_body<1, KD_M1_TX, KD_M1_TG, KD_M1_UNROLL>(M, N, K, alpha, A, B, beta, C, splits, ws, tickets);
+}
+#define KD_KERNEL(name, mt)                                                                          \
+    extern "C" __global__ void __launch_bounds__(KD_THREADS) name(KD_PARAMS) {                         \
+        kd_body<mt, KD_TX, KD_TG, KD_UNROLL>(M, N, K, alpha, A, B, beta, C, splits, ws, tickets);      \
     }
 KD_KERNEL(kd_gemv_m2, 2)
 KD_KERNEL(kd_gemv_m4, 4)
@@ -203,25 +536,52 @@ KD_KERNEL(kd_gemv_m8, 8)
 KD_KERNEL(kd_gemv_m16, 16)
 KD_KERNEL(kd_gemv_m32, 32)
 
+// The tiled path, one kernel per row tile BM = 4 * TM.
+#define KD_SK_KERNEL(name, tm)                                                                  \
+    extern "C" __global__ void __launch_bounds__(KD_SK_THREADS)                                  \
+        name(SGEMM_KERNEL_PARAMS, float *__restrict__ ws, unsigned *__restrict__ tickets) {      \
+        kd_sk_body<tm>(M, N, K, alpha, A, B, beta, C, ws, tickets);                              \
+    }
+KD_SK_KERNEL(kd_gemv_sk_m4, 1)
+KD_SK_KERNEL(kd_gemv_sk_m8, 2)
+KD_SK_KERNEL(kd_gemv_sk_m16, 4)
+KD_SK_KERNEL(kd_gemv_sk_m32, 8)
+
 // The splits of K for an M x N x K product on a GPU of `sms` SMs: enough blocks to give every
-// SM BLOCKS_PER_SM of them, at least one staged chunk of A per split, at most MAX_SPLITS.
-static int kd_splits(int tiles, int K, int sms) {
+// SM BLOCKS_PER_SM of them, at least one staged chunk of A (ch float4 of k) per split, at most
+// MAX_SPLITS.
+static int kd_splits(int tiles, int K, int ch, int sms) {
     int s = (KD_BLOCKS_PER_SM * sms + tiles - 1) / tiles;
-    s = min(s, min(KD_MAX_SPLITS, sgemm_cdiv(K / 4, KD_CH)));
+    s = min(s, min(KD_MAX_SPLITS, sgemm_cdiv(K / 4, ch)));
     return s < 1 ? 1 : s;
 }
 
 // Per device: the split sums (grown on demand) and one zeroed ticket per output tile (each launch
-// leaves them zero again). One launch at a time per device: two streams running KD at once would
-// share them.
+// leaves them zero again), and what the tiled kernels need to know of the device. One launch at a
+// time per device: two streams running KD at once would share them.
 struct KdWorkspace {
     float *ws = nullptr;
     size_t ws_bytes = 0;
     unsigned *tickets = nullptr;
     size_t n_tickets = 0;
     int sms = 0;
+    int sk_blocks[4] = {0, 0, 0, 0};  // resident blocks per SM of kd_gemv_sk_m4 ... kd_gemv_sk_m32
 };
 static KdWorkspace kd_workspace[64];
+
+// Room for `bytes` of split sums and `tiles` tickets; false when the device has no memory left.
+static bool kd_reserve(KdWorkspace &w, size_t bytes, size_t tiles, cudaStream_t stream) {
+    if (bytes > w.ws_bytes) {
+        cudaFree(w.ws);
+        w.ws_bytes = cudaMalloc(&w.ws, bytes) == cudaSuccess ? bytes : 0;
+    }
+    if (tiles > w.n_tickets) {
+        cudaFree(w.tickets);
+        w.n_tickets = cudaMalloc(&w.tickets, tiles * sizeof(unsigned)) == cudaSuccess ? tiles : 0;
+        if (w.n_tickets) cudaMemsetAsync(w.tickets, 0, tiles * sizeof(unsigned), stream);
+    }
+    return w.ws_bytes >= bytes && w.n_tickets >= tiles;
+}
 
 void launch_kd_gemv(int M, int N, int K, float alpha, const float *A, const float *B, float beta,
                     float *C, cudaStream_t stream) {
@@ -229,24 +589,38 @@ void launch_kd_gemv(int M, int N, int K, float alpha, const float *A, const floa
     cudaGetDevice(&dev);
     KdWorkspace &w = kd_workspace[dev % 64];
     if (!w.sms) cudaDeviceGetAttribute(&w.sms, cudaDevAttrMultiProcessorCount, dev);
+    if (M >= KD_SK_MIN_M) {
+        // The tiled path: BM the smallest of 4, 8, 16, 32 at least M; a grid of SK_BLOCKS_PER_SM
+        // blocks per SM (at most what fits), each given at least SK_MIN_KTILES stages of K.
+        int v = 0;
+        while (v < 3 && (4 << v) < M) ++v;
+        void (*const kernels[4])(SGEMM_KERNEL_PARAMS, float *, unsigned *) = {
+            kd_gemv_sk_m4, kd_gemv_sk_m8, kd_gemv_sk_m16, kd_gemv_sk_m32};
+        const int smem[4] = {KD_SK_SMEM(1), KD_SK_SMEM(2), KD_SK_SMEM(4), KD_SK_SMEM(8)};
+        if (!w.sk_blocks[v]) {
+            cudaFuncSetAttribute(kernels[v], cudaFuncAttributeMaxDynamicSharedMemorySize, smem[v]);
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.sk_blocks[v], kernels[v], KD_SK_THREADS,
+                                                          smem[v]);
+            if (w.sk_blocks[v] < 1) w.sk_blocks[v] = 1;
+        }
+        const int bm = 4 << v;
+        const long long tiles = (long long)sgemm_cdiv(M, bm) * sgemm_cdiv(N, KD_SK_BN);
+        const long long units = tiles * sgemm_cdiv(K, KD_SK_BK);
+        long long grid = (long long)min(KD_SK_BLOCKS_PER_SM, w.sk_blocks[v]) * w.sms;
+        grid = min(grid, max(1LL, units / KD_SK_MIN_KTILES));
+        if (!kd_reserve(w, (size_t)2 * grid * bm * KD_SK_BN * sizeof(float), (size_t)tiles, stream)) return;
+        kernels[v]<<<(unsigned)grid, KD_SK_THREADS, smem[v], stream>>>(M, N, K, alpha, A, B, beta, C, w.ws,
+                                                                       w.tickets);
+        return;
+    }
     int mt = 1;
     while (mt < M && mt < KD_MT_MAX) mt *= 2;
-    const int tiles = sgemm_cdiv(N, KD_BN) * sgemm_cdiv(M, mt);
-    const int splits = kd_splits(tiles, K, w.sms);
-    if (splits > 1) {
-        const size_t need = (size_t)splits * M * N * sizeof(float);
-        if (need > w.ws_bytes) {
-            cudaFree(w.ws);
-            w.ws_bytes = cudaMalloc(&w.ws, need) == cudaSuccess ? need : 0;
-        }
-        if ((size_t)tiles > w.n_tickets) {
-            cudaFree(w.tickets);
-            w.n_tickets = cudaMalloc(&w.tickets, tiles * sizeof(unsigned)) == cudaSuccess ? tiles : 0;
-            if (w.n_tickets) cudaMemsetAsync(w.tickets, 0, tiles * sizeof(unsigned), stream);
-        }
-        if (!w.ws_bytes || !w.n_tickets) return;  // out of memory: the caller sees C unwritten
-    }
-    const dim3 grid(tiles * splits), block(KD_THREADS);
+    const int bn = mt == 1 ? KD_M1_BN : KD_BN, ch = mt == 1 ? KD_M1_TG * KD_M1_UNROLL : KD_TG * KD_UNROLL;
+    const int tiles = sgemm_cdiv(N, bn) * sgemm_cdiv(M, mt);
+    const int splits = kd_splits(tiles, K, ch, w.sms);
+    if (splits > 1 && !kd_reserve(w, (size_t)splits * M * N * sizeof(float), (size_t)tiles, stream))
+        return;  // out of memory: the caller sees C unwritten
+    const dim3 grid(tiles * splits), block(mt == 1 ? KD_M1_THREADS : KD_THREADS);
     switch (mt) {
 #define KD_CASE(n, name) \
     case n: name<<<grid, block, 0, stream>>>(M, N, K, alpha, A, B, beta, C, splits, w.ws, w.tickets); break;
@@ -260,6 +634,6 @@ void launch_kd_gemv(int M, int N, int K, float alpha, const float *A, const floa
     }
 }
 
-// BM: the most rows of C a block computes (MT_MAX; the registered symbol is the MT = 1 kernel);
-// BK 0: no shared K-tile of B.
-SGEMM_REGISTER(kd_gemv, KD_MT_MAX, KD_BN, 0, KD_THREADS, SGEMM_VEC4)
+// The registered symbol is the M = 1 kernel: BN and THREADS are its own; BM the most rows of C a
+// block of its (streaming) path computes, MT_MAX; BK 0: it stages no K-tile of B.
+SGEMM_REGISTER(kd_gemv, KD_MT_MAX, KD_M1_BN, 0, KD_M1_THREADS, SGEMM_VEC4)

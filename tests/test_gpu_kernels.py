@@ -231,12 +231,19 @@ DECODE = [k for k in kernels.KERNELS if k.meant_for == "decode"]
 @pytest.mark.gpu
 @pytest.mark.parametrize("k", DECODE, ids=lambda k: k.id)
 @pytest.mark.parametrize("shape", [(1, 18944, 3584), (32, 18944, 3584), (9, 1000, 4), (3, 260, 36),
-                                   (1, 4096, 4100), (33, 64, 8196), (17, 4, 4096)],
+                                   (1, 4096, 4100), (33, 64, 8196), (17, 4, 4096),
+                                   # KD's two paths: M <= 8 streams B, M >= 9 tiles C (16 rows to
+                                   # M = 16, then 32 a tile); N past a 256-column tile, K past a
+                                   # 16-value stage, several row tiles, a tile shared by blocks
+                                   (8, 18944, 3584), (16, 18944, 3584), (64, 18944, 3584),
+                                   (9, 300, 516), (16, 2052, 1028), (31, 1000, 2004), (100, 520, 2000),
+                                   (48, 260, 36), (40, 18948, 3588)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_decode_kernels_are_right_and_the_same_every_run(k, shape):
     """The decode rung and its twin on the decode shapes, on K that no split or chunk divides, on
-    every row-tile size: against float64 (NaN-poisoned output), and bit for bit the same on a
-    second and a third launch (the splits of K are summed in a fixed order, never by atomics)."""
+    every row-tile size and both of KD's paths: against float64 (NaN-poisoned output), and bit for
+    bit the same on a second and a third launch (the splits of K are summed in a fixed order,
+    never by atomics)."""
     import torch
 
     M, N, K = shape
@@ -249,3 +256,25 @@ def test_decode_kernels_are_right_and_the_same_every_run(k, shape):
         outs.append(out)
     assert bench.relative_error(outs[0], a.double() @ b.double()) <= bench.TOLERANCE
     assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 4096, 4100), (8, 1000, 36), (9, 300, 516), (16, 2052, 1028),
+                                   (40, 18948, 3588), (100, 520, 2000)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_decode_rung_accumulates_into_c_with_beta(shape):
+    """KD's epilogues with beta != 0 on both paths, on tiles stored whole and on tiles whose parts
+    of K are added by the block that finishes last."""
+    import torch
+
+    import cuda_kernels
+
+    k = kernels.get("KD")
+    fn = getattr(cuda_kernels.load(), k.symbol)
+    M, N, K = shape
+    a, b = bench.random_inputs(M, N, K, seed=M + N)
+    c0 = torch.randn(M, N, device="cuda", generator=torch.Generator(device="cuda").manual_seed(K))
+    c = c0.clone()
+    assert fn(a, b, c, 1.5, -0.5) is None
+    ref = 1.5 * (a.double() @ b.double()) - 0.5 * c0.double()
+    assert bench.relative_error(c, ref) <= bench.TOLERANCE
