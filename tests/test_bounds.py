@@ -285,8 +285,7 @@ def _goal_split(reference):
     return p, uncoal
 
 
-@pytest.mark.xfail(strict=True, reason="H200 reference run: K13 and G12 outside +-10%, leave-one-out "
-                   "mean above 5% (MISSES)")
+@pytest.mark.xfail(strict=True, reason="H200 reference run: K13 and G12 outside +-10% (MISSES)")
 def test_reference_run_meets_its_goals(reference):
     p, uncoal = _goal_split(reference)
     rest = p[~p.index.isin(uncoal)]
@@ -302,6 +301,7 @@ def test_reference_run_misses_only_where_a_wait_is_unread(reference):
     # the misses run slower than every term allows: time the counts do not see, not a term too large
     assert (p.loc[sorted(MISSES), "error_pct"] < -10).all()
     assert set(p.index[p["error_pct"].abs() > 10]) - uncoal == MISSES
+    assert reference.loo["error_pct"].abs().mean() <= 5  # the leave-one-out goal holds
     # K3 and T3p: 1.5 load wavefronts per warp FMA each (ncu), both shared-memory bound; K3 waits on
     # its loads, but its 64 resident warps are 2 blocks of 32: the other block's wavefronts cover it
     assert p.at["K3", "bound"] == p.at["T3p", "bound"] == "smem"
@@ -394,3 +394,26 @@ def test_decode_rows_in_the_tables(decode, reference):
     tr = bound_tables.travel(led, bm.inputs, None, bm.left_out).set_index(["M", "N", "K"])
     assert bool(tr.loc[(1, 18944, 3584), "applied"]) and "KD" in tr.loc[(1, 18944, 3584), "why"]
     assert not bool(tr.loc[(32, 18944, 3584), "applied"])
+
+
+def test_a_launch_of_another_function_than_the_registered_symbol_is_left_out():
+    # KD's launcher picks a function by M: at decode b32 ncu profiled kd_gemv_sk_m32, while
+    # sass.csv holds kd_gemv's loop (M = 1); the model does not price one with the other's SASS
+    gpu = GPU.from_json(DATA / "gpu.json")
+    led = pd.read_csv(DATA / "ledgers.csv")
+    ncu = pd.read_csv(DATA / "ncu.csv")
+    b32 = (ncu["kernel"] == "KD") & (ncu["M"] == 32)
+    last = ncu.loc[b32, "run_id"].astype(str).max()
+    assert set(ncu.loc[b32 & (ncu["run_id"].astype(str) == last), "ncu_kernel"]) == {"kd_gemv_sk_m32"}
+    sass = pd.read_csv(DATA / "sass.csv")
+    full = bounds.run(led, ncu, sass, gpu)
+    lo = full.left_out
+    why = lo[(lo["kernel"] == "KD") & (lo["M"] == 32)]["why"]
+    assert len(why) == 1 and "kd_gemv_sk_m32, not kd_gemv" in why.iloc[0]
+    assert not ((full.inputs["kernel"] == "KD") & (full.inputs["M"] == 32)).any()
+    assert ((full.inputs["kernel"] == "KD") & (full.inputs["M"] == 1)).any()  # kd_gemv itself
+    # the same counters named as the registered symbol's launch are taken
+    relabelled = ncu.copy()
+    relabelled.loc[b32, "ncu_kernel"] = "kd_gemv"
+    bm = bounds.run(led, relabelled, sass, gpu)
+    assert ((bm.inputs["kernel"] == "KD") & (bm.inputs["M"] == 32)).any()

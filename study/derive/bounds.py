@@ -267,7 +267,8 @@ def ncu_wide(ncu: pd.DataFrame) -> pd.DataFrame:
     for (kid, M, N, K), g in df.groupby(["kernel", "M", "N", "K"], sort=False):
         wide = g.pivot_table(index="launch", columns="metric", values="value", aggfunc="last")
         r = {n: (wide[n].sum() if n.endswith(".sum") else wide[n].mean()) for n in wide.columns}
-        rows.append({"kernel": kid, "M": int(M), "N": int(N), "K": int(K), **r})
+        names = sorted(g["ncu_kernel"].dropna().astype(str).unique()) if "ncu_kernel" in g.columns else []
+        rows.append({"kernel": kid, "M": int(M), "N": int(N), "K": int(K), "ncu_kernels": names, **r})
     return pd.DataFrame(rows)
 
 
@@ -335,6 +336,13 @@ def _inputs(
 
         config = at["config"].iloc[-1] if "config" in at.columns else None
         s = sx.loc[kid] if kid in sx.index else None
+        launched = [n for n in w.get("ncu_kernels", []) if n != k.symbol]
+        if k.impl == "cuda" and s is not None and launched:
+            # a launcher that picks another function at this shape (KD by M): sass.csv holds the
+            # registered symbol's loop counts and occupancy, not this launch's
+            skip(f"the launch profiled here is {', '.join(launched)}, not {k.symbol}, whose SASS "
+                 "sass.csv holds")
+            continue
         compiled = _config(s.get("config")) if s is not None else {}
         if k.tuned and compiled and any(_config(config).get(n) != v for n, v in compiled.items()):
             # the SASS table holds the compile of one tuned config: its loop counts and occupancy
