@@ -16,8 +16,9 @@ warp) adds.
 Everything else follows K12:
 
 * Asynchronous copies (``cp.async``, LDGSTS), 4 bytes each, global -> shared with no register
-  on the way. A's K-tile [128 x 16]: copy c (0..7) of thread tid reads row tid / 16 + 16 c,
-  column tid % 16, and writes As[k][m] (transposed), rows unpadded (see below). B's K-tile
+  on the way. A's K-tile [128 x 16]: copy c (0..7) of thread tid = 32 w + lane reads row
+  lane / 2 + 16 c, column 2 w + lane % 2 (:data:`A_LANES_K` = 2 lanes along k), and writes
+  As[k][m] (transposed), rows unpadded (see below). B's K-tile
   [16 x 256]: copy c (0..15) reads row c, column tid, into Bs[c][tid], unpadded. The copy
   map is the layout of the source pointers (register c of a thread is its copy c).
 * A copy for a row past M reads row M - 1 and one for a column past N column N - 1, so the
@@ -49,9 +50,11 @@ K12's own mechanism (no prefetch registers, no shared stores).
 
 What K12 does that a Gluon kernel does not state: As's rows padded by 4 floats (Triton 3.9's
 cp.async lowering takes no ``PaddedSharedLayout`` -- "padded shared encoding has no linear
-layout" -- and a swizzled As cannot be sliced by k for the fragment loads), so As is unpadded
-and A's copies meet 16-way bank conflicts (lanes 0..15 write 16 rows k of one column m) where
-K12's meet 2-way; its 32-bit shared-window addresses and the stage switch by one XOR of each
+layout" -- and a swizzled As cannot be sliced by k for the fragment loads), so As is unpadded;
+K12's own copy map (16 lanes along k, reading 64 contiguous bytes of two rows) would then meet
+16-way bank conflicts (16 lanes writing 16 rows k of one column m), so G12's copies run 16 lanes
+along m and 2 along k instead: 2-way, as K12's, for 8 contiguous bytes of 16 rows per copy
+instruction; its 32-bit shared-window addresses and the stage switch by one XOR of each
 address register (Gluon allocates the two stages and computes their addresses itself); K12's
 double-buffered register fragments (k-step k + 1's values read before step k's FMAs: the order
 of loads and FMAs inside the unrolled phase is left to the LLVM/ptxas scheduler); and
@@ -77,6 +80,11 @@ TM, TN = 16, 8  # outputs per thread: rows x columns, as 4 x 4 sub-blocks
 COPY_STEPS = 1
 MULTIPLE_OF = (1, 1, 1)  # any M, N, K, as K12 (SGEMM_PLAIN)
 MAXNREG = 232  # fastest on the H200 (Triton 3.6, 4096^3): 3.477 ms against 3.481 with None or 255
+# lanes of a warp along k in A's copy map (the rest along m): As is unpadded, so the lanes of one
+# copy that write one column m meet in one bank; 2 lanes along k and 16 along m keep that to
+# 2-way, K12's count (16 along k, K12's own map, is 16-way), for 16 rows of 8 bytes per copy
+# instruction read from global memory (K12: 2 rows of 64)
+A_LANES_K = 2
 NAME = "G12"
 
 # (row, column) offset added by each bit of the register index, the lane and the warp.
@@ -172,15 +180,18 @@ def g12_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, COPY_STEPS: gl.constexpr,
+    A_LANES_K: gl.constexpr,
 ):
     """C[M, N] = A[M, K] @ B[K, N] in FP32; one program computes one BM x BN tile of C."""
     gl.static_assert(gl.num_warps() == 8)
     A_PIECE: gl.constexpr = 16  # rows of A per copy c: 256 threads / BK columns
     gl.static_assert(A_PIECE * BK == 32 * gl.num_warps())
     ACC: gl.constexpr = ACC_LAYOUT
-    # A's K-tile [BK, BM], K12's copy map: lane bits 0..3 -> k (tid % 16), lane bit 4 and the
-    # warp -> row tid / 16, register c -> row + 16 c; a [BK, A_PIECE] piece in it is one copy c
-    LA: gl.constexpr = gl.BlockedLayout([1, 1], [16, 2], [1, 8], [0, 1])
+    # A's K-tile [BK, BM]: lanes -> A_LANES_K values of k (fastest) x 32 / A_LANES_K rows, the
+    # warps -> the rest of k (at most 8 deep), then rows; register c -> row + 16 c. A [BK, A_PIECE]
+    # piece in it is one copy c
+    WK: gl.constexpr = BK // A_LANES_K if BK // A_LANES_K < 8 else 8
+    LA: gl.constexpr = gl.BlockedLayout([1, 1], [A_LANES_K, 32 // A_LANES_K], [WK, 8 // WK], [0, 1])
     # B's K-tile [BK, BN]: thread tid -> column tid, register c -> row c
     LB: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [1, 8], [1, 0])
     # As[k][m] and Bs[k][n], plain row-major: cp.async takes no padded layout (module docstring)
@@ -246,7 +257,8 @@ def g12_kernel(
 def matmul(a, b, out=None):
     """``out = a @ b`` (FP32, row-major or any strides) with K12's tile and lane map; returns out."""
     return gc.launch(g12_kernel, a, b, out, name=NAME, why=unsupported_reason(), multiple_of=MULTIPLE_OF,
-                     tile=(BM, BN, BK), num_warps=NUM_WARPS, maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS)
+                     tile=(BM, BN, BK), num_warps=NUM_WARPS, maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS,
+                     A_LANES_K=A_LANES_K)
 
 
 def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
@@ -254,4 +266,4 @@ def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
     other than 1 refused: writes its two stages itself)."""
     return gc.aot_spec(g12_kernel, num_stages, shape, name=NAME, why=unsupported_reason(),
                        refusal="writes its two stages itself", tile=(BM, BN, BK), num_warps=NUM_WARPS,
-                       maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS)
+                       maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS, A_LANES_K=A_LANES_K)
