@@ -16,9 +16,9 @@ warp) adds.
 Everything else follows K12:
 
 * Asynchronous copies (``cp.async``, LDGSTS), 4 bytes each, global -> shared with no register
-  on the way. A's K-tile [128 x 16]: copy c (0..7) of thread tid = 32 w + lane reads row
-  lane / 2 + 16 c, column 2 w + lane % 2 (:data:`A_LANES_K` = 2 lanes along k), and writes
-  As[k][m] (transposed), rows unpadded (see below). B's K-tile
+  on the way. A's K-tile [128 x 16]: copy c (0..7) of thread tid reads row tid / 16 + 16 c,
+  column tid % 16 (:data:`A_LANES_K` = 16 lanes along k, K12's map), and writes As[k][m]
+  (transposed), rows unpadded (see below). B's K-tile
   [16 x 256]: copy c (0..15) reads row c, column tid, into Bs[c][tid], unpadded. The copy
   map is the layout of the source pointers (register c of a thread is its copy c).
 * A copy for a row past M reads row M - 1 and one for a column past N column N - 1, so the
@@ -50,14 +50,14 @@ K12's own mechanism (no prefetch registers, no shared stores).
 
 What K12 does that a Gluon kernel does not state: As's rows padded by 4 floats (Triton 3.9's
 cp.async lowering takes no ``PaddedSharedLayout`` -- "padded shared encoding has no linear
-layout" -- and a swizzled As cannot be sliced by k for the fragment loads), so As is unpadded;
-K12's own copy map (16 lanes along k, reading 64 contiguous bytes of two rows) would then meet
-16-way bank conflicts (16 lanes writing 16 rows k of one column m), so G12's copies run 16 lanes
-along m and 2 along k instead: 2-way, as K12's, for 8 contiguous bytes of 16 rows per copy
-instruction; its 32-bit shared-window addresses and the stage switch by one XOR of each
-address register (Gluon allocates the two stages and computes their addresses itself); K12's
-double-buffered register fragments (k-step k + 1's values read before step k's FMAs: the order
-of loads and FMAs inside the unrolled phase is left to the LLVM/ptxas scheduler); and
+layout" -- and a swizzled As cannot be sliced by k for the fragment loads), so As is unpadded
+and A's copies meet 16-way bank conflicts (lanes 0..15 write 16 rows k of one column m) where
+K12's meet 2-way (:data:`A_LANES_K` = 2, 16 lanes along m, takes them to 2-way at the cost of
+16 rows of 8 bytes per copy instruction); its 32-bit shared-window addresses and the stage
+switch by one XOR of each address register (Gluon allocates the two stages and computes their
+addresses itself); K12's double-buffered register fragments (k-step k + 1's values read before
+step k's FMAs: the order of loads and FMAs inside the unrolled phase is left to the LLVM/ptxas
+scheduler); and
 ``__launch_bounds__(256, 1)``, for which the compile takes ``maxnreg`` as an option
 (:data:`MAXNREG`, None = the compiler's choice).
 """
@@ -80,11 +80,11 @@ TM, TN = 16, 8  # outputs per thread: rows x columns, as 4 x 4 sub-blocks
 COPY_STEPS = 1
 MULTIPLE_OF = (1, 1, 1)  # any M, N, K, as K12 (SGEMM_PLAIN)
 MAXNREG = 232  # fastest on the H200 (Triton 3.6, 4096^3): 3.477 ms against 3.481 with None or 255
-# lanes of a warp along k in A's copy map (the rest along m): As is unpadded, so the lanes of one
-# copy that write one column m meet in one bank; 2 lanes along k and 16 along m keep that to
-# 2-way, K12's count (16 along k, K12's own map, is 16-way), for 16 rows of 8 bytes per copy
-# instruction read from global memory (K12: 2 rows of 64)
-A_LANES_K = 2
+# lanes of a warp along k in A's copy map (the rest along m). 16 is K12's map: a copy reads 64
+# contiguous bytes of two rows, and its 16 lanes along k write one column m of the unpadded As,
+# one bank: 16-way. 2 keeps the writes to 2-way (K12's count) for 8 contiguous bytes of 16 rows
+# per copy instruction; the reference run has 16
+A_LANES_K = 16
 NAME = "G12"
 
 # (row, column) offset added by each bit of the register index, the lane and the warp.
