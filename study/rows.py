@@ -27,6 +27,19 @@ def main_rows(df: pd.DataFrame) -> pd.DataFrame:
     return in_order(df.drop_duplicates("kernel", keep="last")) if len(df) else df
 
 
+def at_main_shapes(df: pd.DataFrame, main: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``df`` (rows per kernel and shape, e.g. counters read at several shapes) at the
+    shape each kernel's main row (``main``, from :func:`main_rows`) was measured at: what stands
+    beside a kernel's main-experiment time is read at that time's shape."""
+    if df is None or not len(df) or main is None or not len(main):
+        return df.iloc[0:0] if df is not None else df
+    def keys(t: pd.DataFrame) -> list[tuple]:
+        return [(str(k), int(m), int(n), int(kk)) for k, m, n, kk in zip(t["kernel"], t["M"], t["N"], t["K"])]
+
+    at = set(keys(main))
+    return df[[key in at for key in keys(df)]]
+
+
 def experiment_rows(df: pd.DataFrame, name: str) -> pd.DataFrame:
     return df[df["experiment"].astype(str) == name] if "experiment" in df.columns else df.iloc[0:0]
 

@@ -474,3 +474,28 @@ def test_the_moved_ledger_is_the_one_that_changed_the_way_the_time_did():
     # no speed-up known: the largest change either way
     assert counters.moved_ledger(base, after, speedup=nan)[0] == "loads_per_fma"
     assert counters.moved_ledger(dict(base, sectors_per_wfma=nan), dict.fromkeys(base, nan), 2.0) is None
+
+
+def _ncu_at(ncu: pd.DataFrame, kid: str, shape: tuple[int, int, int], metric: str) -> float:
+    """One metric of the latest profile of ``kid`` at ``shape``, read straight from ncu.csv."""
+    M, N, K = shape
+    at = ncu[(ncu["kernel"] == kid) & (ncu["M"] == M) & (ncu["N"] == N) & (ncu["K"] == K)]
+    at = at[at["run_id"].astype(str) == at["run_id"].astype(str).max()]
+    return float(at[at["metric"] == metric]["value"].sum())
+
+
+def test_counters_beside_a_main_time_are_read_at_its_shape():
+    """K12 and cuBLAS were also profiled at n = 4097 and at decode shapes: the ladder's counters
+    and the report's counter findings are the 4096^3 launch's, the shape the main rows were timed at."""
+    data = REPO / "reports" / "data"
+    ncu = pd.read_csv(data / "ncu.csv")
+    issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+    main, other = (4096, 4096, 4096), (4097, 4097, 4097)
+    assert _ncu_at(ncu, "K12", main, issue) != pytest.approx(_ncu_at(ncu, "K12", other, issue), abs=0.5)
+    lad = pd.read_csv(data / "ladder.csv").set_index("kernel")
+    assert lad.at["K12", "issue_pct"] == pytest.approx(_ncu_at(ncu, "K12", main, issue))
+    # cuBLAS's instructions per warp FMA at 4096^3 in every "vs cuBLAS" finding of the report
+    k0 = _ncu_at(ncu, "K0", main, "smsp__inst_executed.sum") / (4096**3 / 32)
+    text = (REPO / "reports" / "REPORT.md").read_text()
+    findings = [line for line in text.splitlines() if line.startswith("**Finding (") and "vs cuBLAS" in line]
+    assert findings and all(f"against cuBLAS's {k0:.3f}," in line for line in findings)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from study import kernels as registry
-from study.rows import by_kernel, in_order, main_rows
+from study.rows import at_main_shapes, by_kernel, in_order, main_rows
 
 NAN = math.nan
 
@@ -217,9 +217,11 @@ def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFr
     """Per CUDA rung timed in the main experiment, in ladder order: its speed, its speed-up over the
     rung before, its ledgers (counted, SASS, counters) and the ledger that moved most from the rung
     before, the way its time moved (:func:`moved_ledger`)."""
-    main = by_kernel(main_rows(ledger))
+    main_ = main_rows(ledger)
+    main = by_kernel(main_)
     s = by_kernel(sass) if sass is not None and "kernel" in sass.columns else {}
-    c = by_kernel(counters_) if counters_ is not None and len(counters_) else {}
+    # the counters read at the main rows' shapes (those at other shapes are other launches)
+    c = by_kernel(at_main_shapes(counters_, main_)) if counters_ is not None and len(counters_) else {}
     rows, prev = [], None
     for k in registry.cuda_ladder():
         if k.id not in main:

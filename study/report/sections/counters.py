@@ -7,7 +7,8 @@ import pandas as pd
 
 from study import kernels as registry
 from study.report.load import NOT_IN_RUN, Run
-from study.report.md import by_kernel, md, missing, num, shape
+from study.report.md import by_kernel, main_rows, md, missing, num, shape
+from study.rows import at_main_shapes
 
 
 def section_counters(run: Run) -> list[str]:
@@ -68,11 +69,12 @@ def section_counters(run: Run) -> list[str]:
         ]
         for _, r in tab.iterrows()
     ]
-    return lines + md(header, rows) + _findings(tab)
+    return lines + md(header, rows) + _findings(at_main_shapes(tab, main_rows(run.measured)))
 
 
 def _findings(tab: pd.DataFrame) -> list[str]:
-    """Sentences from the counters: the issue gap to cuBLAS, the request ledger check."""
+    """Sentences from the counters at the main experiment's shapes (``tab``): the issue gap to
+    cuBLAS, the request ledger check."""
     out = []
     by = by_kernel(tab)
     base = registry.BASELINE.id
