@@ -40,6 +40,18 @@ def at_main_shapes(df: pd.DataFrame, main: pd.DataFrame) -> pd.DataFrame:
     return df[[key in at for key in keys(df)]]
 
 
+def one_shape(df: pd.DataFrame, main: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``df`` (per kernel and shape) at one shape, for comparing kernels with each
+    other: the main rows' shapes (:func:`at_main_shapes`) where ``df`` has rows there, else the
+    shape with the most kernels (the first such, in ``df``'s order)."""
+    at = at_main_shapes(df, main)
+    if len(at) or df is None or not len(df):
+        return at
+    counts = df.drop_duplicates(["kernel", "M", "N", "K"]).groupby(["M", "N", "K"], sort=False).size()
+    M, N, K = counts.idxmax()
+    return df[(df["M"] == M) & (df["N"] == N) & (df["K"] == K)]
+
+
 def experiment_rows(df: pd.DataFrame, name: str) -> pd.DataFrame:
     return df[df["experiment"].astype(str) == name] if "experiment" in df.columns else df.iloc[0:0]
 

@@ -8,7 +8,7 @@ import pandas as pd
 from study import kernels as registry
 from study.report.load import NOT_IN_RUN, Run
 from study.report.md import by_kernel, main_rows, md, missing, num, shape
-from study.rows import at_main_shapes
+from study.rows import one_shape
 
 
 def section_counters(run: Run) -> list[str]:
@@ -69,12 +69,12 @@ def section_counters(run: Run) -> list[str]:
         ]
         for _, r in tab.iterrows()
     ]
-    return lines + md(header, rows) + _findings(at_main_shapes(tab, main_rows(run.measured)))
+    return lines + md(header, rows) + _findings(one_shape(tab, main_rows(run.measured)))
 
 
 def _findings(tab: pd.DataFrame) -> list[str]:
-    """Sentences from the counters at the main experiment's shapes (``tab``): the issue gap to
-    cuBLAS, the request ledger check."""
+    """Sentences from the counters at one shape (``tab``: the main experiment's where read there):
+    the issue gap to cuBLAS, the request ledger check."""
     out = []
     by = by_kernel(tab)
     base = registry.BASELINE.id
