@@ -215,6 +215,15 @@ def _t(bm, bn, bk=32):
     return (bm, bn, bk)
 
 
+# K13's counts per thread that owns outputs, K14's per consumer thread (the same tile and main
+# loop): per phase (BK = 16) one tensor copy of the A box and one of the B box for the whole
+# block (1/256 of an instruction each per thread: one instruction carries the thread's 8 (A) and
+# 16 (B) elements 256 times over); per k-step 4 LDS.128 of B (lane columns) and 2 of A (lane
+# rows, each LDS.128 four k-steps of one row) for 128 FMAs
+TMA_TILE_COUNTS = Counted(lds_dist=4, lds_bcast=2, fma_per_k=128, ldg_per_phase=Fraction(1, 128),
+                          elems_per_phase=24, fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128,
+                          ldg_bits=32 * 128 * 16, ldg_bits_b=32 * 16 * 256)
+
 KERNELS: tuple[Kernel, ...] = (
     Kernel(
         "K0", "cublas", "cuBLAS FP32 through torch.matmul, TF32 off",
@@ -312,13 +321,7 @@ KERNELS: tuple[Kernel, ...] = (
         "K13", "cuda", "the copy engine fetches the tiles: two TMA tensor copies per phase from one "
         "thread, mbarrier-counted bytes, 4 stages, no __syncthreads; 128x256x16, 8x16 per thread",
         source="cuda_kernels/k13_tma_stages.cu",
-        # per phase (BK = 16) one tensor copy of the A box and one of the B box for the whole
-        # block (1/256 of an instruction each per thread: one instruction carries the thread's
-        # 8 (A) and 16 (B) elements 256 times over); per k-step 4 LDS.128 of B (lane columns)
-        # and 2 of A (lane rows, each LDS.128 four k-steps of one row) for 128 FMAs
-        counted=Counted(lds_dist=4, lds_bcast=2, fma_per_k=128, ldg_per_phase=Fraction(1, 128),
-                        elems_per_phase=24, fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128,
-                        ldg_bits=32 * 128 * 16, ldg_bits_b=32 * 16 * 256),
+        counted=TMA_TILE_COUNTS,
     ),
     Kernel(
         "K14", "cuda", "warp specialisation: a producer warp group issues K13's tensor copies, two consumer "
@@ -328,9 +331,7 @@ KERNELS: tuple[Kernel, ...] = (
         # the two boxes of a phase), warps 4-11 the 256 consumers that own the outputs; per
         # consumer thread K13's counts (the block's two tensor copies a phase over 256 threads)
         compute_threads=256,
-        counted=Counted(lds_dist=4, lds_bcast=2, fma_per_k=128, ldg_per_phase=Fraction(1, 128),
-                        elems_per_phase=24, fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128,
-                        ldg_bits=32 * 128 * 16, ldg_bits_b=32 * 16 * 256),
+        counted=TMA_TILE_COUNTS,
         notes="meant for sm_90a (setmaxnreg), as the extension and the SASS tables build it; built for plain "
         "sm_90 its consumers spill under the 168-register cap of 384 threads",
     ),

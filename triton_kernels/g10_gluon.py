@@ -67,10 +67,7 @@ ACC_BASES = dict(
 
 
 # the accumulator's layout: thread -> outputs of the block tile, K10's map (used by the kernel)
-ACC_LAYOUT = gl.constexpr(gl.DistributedLinearLayout(
-    reg_bases=ACC_BASES["reg"], lane_bases=ACC_BASES["lane"], warp_bases=ACC_BASES["warp"],
-    block_bases=[], shape=[BM, BN],
-))
+ACC_LAYOUT = gc.linear_layout(ACC_BASES, [BM, BN])
 
 
 def unsupported_reason() -> str | None:

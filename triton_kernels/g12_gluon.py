@@ -95,22 +95,12 @@ ACC_BASES = dict(
 )
 
 # the accumulator's layout: thread -> outputs of the block tile, K12's map (used by the kernel)
-ACC_LAYOUT = gl.constexpr(gl.DistributedLinearLayout(
-    reg_bases=ACC_BASES["reg"], lane_bases=ACC_BASES["lane"], warp_bases=ACC_BASES["warp"],
-    block_bases=[], shape=[BM, BN],
-))
+ACC_LAYOUT = gc.linear_layout(ACC_BASES, [BM, BN])
 
 
-def _async_copy():
-    for name in ("async_load", "async_copy_global_to_shared"):  # 3.9 and 3.6 spellings
-        fn = getattr(_ac, name, None)
-        if fn is not None:
-            return fn
-    return None
-
-
-# cp.async of a tensor of pointers into a shared-memory view: a Gluon builtin
-async_copy = _async_copy()
+# cp.async of a tensor of pointers into a shared-memory view: a Gluon builtin (3.9 and 3.6
+# spellings)
+async_copy = gc.builtin(_ac, "async_load", "async_copy_global_to_shared")
 
 
 def unsupported_reason() -> str | None:

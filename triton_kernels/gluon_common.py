@@ -35,16 +35,28 @@ MAX_ELEMENTS = 2**31 - 1
 GRID_Y_MAX = 65535  # gridDim.y (the rows of C's tiles), as for the CUDA kernels
 
 
-def _barrier():
-    for name in ("barrier", "thread_barrier"):  # 3.9 and 3.6 spellings
-        fn = getattr(gl, name, None)
+def builtin(module, *names):
+    """The first of ``names`` (one builtin's spellings across the Triton versions the project
+    runs) that ``module`` has; None where it has none (``unsupported_reason`` says so)."""
+    for name in names:
+        fn = getattr(module, name, None)
         if fn is not None:
             return fn
     return None
 
 
-# __syncthreads(): a Gluon builtin, called inside the kernels as ``cta_barrier()``.
-cta_barrier = _barrier()
+# __syncthreads(): a Gluon builtin, called inside the kernels as ``cta_barrier()`` (3.9 and 3.6
+# spellings)
+cta_barrier = builtin(gl, "barrier", "thread_barrier")
+
+
+def linear_layout(bases: dict, shape: list[int]):
+    """The distributed layout whose (register, lane, warp) bits add ``bases``' (row, column)
+    offsets over ``shape``: a twin's thread -> outputs map (one CTA, no block bases)."""
+    return gl.constexpr(gl.DistributedLinearLayout(
+        reg_bases=bases["reg"], lane_bases=bases["lane"], warp_bases=bases["warp"], block_bases=[],
+        shape=shape,
+    ))
 
 
 def unsupported_reason(extra: tuple[str, ...] = ()) -> str | None:
