@@ -40,7 +40,9 @@ def constants_table(c: Constants, m: Machine) -> pd.DataFrame:
             c.l_glob,
             "cycles",
             "global-load latency a loop trip exposes when it waits on its own loads (overlapped on the "
-            "shared-memory pipe by the other resident blocks' wavefronts)",
+            "shared-memory pipe by the other resident blocks' wavefronts); also the price of a spill reload "
+            "in the loop and of a producer wait (one thread of an FMA warp waits on a stage's empty barrier "
+            "and issues the block's tensor copies, once a phase)",
             True,
         ),
         ("fma_floor", m.fma_floor, "cycles", "32 / FP32 lanes per SM", False),

@@ -11,6 +11,8 @@ kernel and shape, in the cadence's units (cycles per warp FMA per SM, `docs/meth
     latency = waits x L_glob / (warp FMAs per warp per loop trip x resident warps per SM)
     waits   = exposed (1 when a loop trip waits on its own global loads, else 0)
               + spill reloads (LDL in the main loop: each waits on local memory, past L1)
+              + producer waits (1 per phase where one thread of an FMA warp issues the block's
+                tensor copies after waiting on the stage's empty barrier: K13)
 
     predicted = max(b_fma + latency, b_issue + latency, b_l1 + latency,
                     b_smem, b_smem / blocks + latency, b_dram) x tail
@@ -24,10 +26,24 @@ computation-covers-memory case, at the granularity of a block, since the barrier
 wait as one. With one block resident the barrier drains the queue and the wait adds in full. The
 DRAM term has no latency: a stream bound by bandwidth keeps its requests in flight.
 
+A producer wait is the serial work of a copy issuer that is also an FMA thread (``producer_waits``,
+K13): each phase one thread waits on the empty barrier of the stage it refills (every warp's
+release), arms the stage's full barrier and issues the tensor copies, each step a single lane's
+work inside a divergent region, so its warp's other 31 lanes wait at the reconvergence (BSYNC)
+and the warp issues no FMA meanwhile. The other warps can run ahead of that warp only until a
+full barrier whose copies it has not yet issued, so the block goes at its pace, and the wait adds
+to the instruction stream as a load wait does (not to the DRAM term). It is priced at ``L_glob``:
+an assumption, with one kernel as evidence (K13's time exceeds its issue term by about 1.4
+``L_glob`` a phase), not a constant of its own. The stage ring's lookahead (STAGES - LAG phases)
+hides the copies' latency, not this wait, which is the issuing warp's own. A warp-specialised
+kernel has none (K14: its producer warps own no outputs, ``Kernel.compute_threads``): the wait
+holds no FMA warp.
+
 Three fitted constants, each a property of the GPU: ``eta_issue`` (the share of issue slots a
 scheduler sustains), ``eta_smem`` (the share of shared-memory wavefront slots sustained),
 ``L_glob`` (the global-load latency a loop trip exposes when it waits on its own loads: load,
-store to shared, barrier; a spilled value reloaded in the loop is priced as one more such wait).
+store to shared, barrier; a spilled value reloaded in the loop, and a producer wait, are each
+priced as one more such wait).
 The DRAM rate is the measured read roof of gpu.json (``read_gbps``), else the datasheet peak; the
 FMA floor comes from the lanes, the L1 line rate is the hardware's one tag lookup per cycle: none
 of those is fitted. The constants are fitted at one shape (the one holding most of the fit set);
@@ -36,11 +52,13 @@ every other (kernel, shape) with counters and a time is predicted with them.
 Inputs are counts only: instructions, fma-pipe instructions, shared-load wavefronts, global
 sectors and requests and DRAM bytes from Nsight Compute (ncu.csv); the main loop's FFMA, LDG, STS,
 LDGSTS, LDL and barrier counts and the theoretical occupancy from the SASS table (sass.csv); tiles,
-threads and the counted request ledger from the registry; shared-store conflict ways read off the
+threads, the counted request ledger, the copy instructions per thread and phase and the threads that
+own outputs from the registry; shared-store conflict ways read off the
 ``.cu`` files (``Counted.sts_ways_a``/``sts_ways_b`` in the registry). Store wavefronts are
 counted for tiles stored through registers (STS in the loop); a tile copied by cp.async (LDGSTS,
 no STS in the loop) reaches shared memory by the L1's fill path, as a global load's line does,
-and is not counted on the shared-memory pipe. The measured time is never an input: it is only
+and is not counted on the shared-memory pipe; nor is a tile the copy engine writes (TMA: no LDG,
+LDGSTS, STS or STSM in the loop). The measured time is never an input: it is only
 the target of the fit. Stall ratios are not used (they are normalised by issue-active cycles, a
 function of the time).
 """
@@ -106,6 +124,7 @@ INPUT_COLUMNS = [
     "wfma_per_trip",
     "exposed",
     "spill_reloads",
+    "producer_waits",
     "stores",
     "blocks",
     "blocks_per_sm",
@@ -174,22 +193,41 @@ def machine(gpu) -> Machine:
 # The arithmetic (pure, on numbers)
 
 
-def waits(exposed: bool, spill_reloads: float) -> float:
+def waits(exposed: bool, spill_reloads: float, producer_waits: float = 0.0) -> float:
     """Exposed global latencies per loop trip: one if the trip waits on its own loads, plus one
-    per spilled value reloaded (LDL) in the loop."""
-    return (1.0 if exposed else 0.0) + (spill_reloads if np.isfinite(spill_reloads) else 0.0)
+    per spilled value reloaded (LDL) in the loop, plus the producer waits (``producer_waits``)."""
+    fin = lambda v: float(v) if v is not None and np.isfinite(v) else 0.0  # noqa: E731
+    return (1.0 if exposed else 0.0) + fin(spill_reloads) + fin(producer_waits)
+
+
+def producer_waits(
+    copies_per_thread_phase: float, issuer_owns_outputs: bool, loop_ldg: float, loop_ldgsts: float,
+    phases_per_trip: float,
+) -> float:
+    """Waits per loop trip of a copy issuer that is also an FMA thread: one per phase where the
+    block's copies are fewer instructions than its threads (``copies_per_thread_phase`` < 1: one
+    thread issues tensor copies for all, the registry's ``Counted.ldg_per_phase``), the threads
+    load nothing themselves in the loop (no LDG, no LDGSTS: the copy engine writes the tiles) and
+    the issuing thread owns outputs (no producer warps: ``Kernel.compute_threads`` unset). Each
+    phase that thread waits on the stage's empty barrier and issues the copies while its warp's
+    other lanes wait (K13); 0 for every other loop."""
+    if not (np.isfinite(copies_per_thread_phase) and 0 < copies_per_thread_phase < 1):
+        return 0.0
+    if not issuer_owns_outputs or loop_ldg > 0 or loop_ldgsts > 0:
+        return 0.0
+    return float(phases_per_trip) if np.isfinite(phases_per_trip) and phases_per_trip > 0 else 0.0
 
 
 def terms(
     *, inst, fma_inst, wavefronts, lines, dram_bytes, warps, wfma_per_trip, exposed, c: Constants, m: Machine,
-    spill_reloads: float = 0.0, blocks_per_sm: float = 1.0,
+    spill_reloads: float = 0.0, blocks_per_sm: float = 1.0, producer_waits: float = 0.0,
 ) -> dict[str, float]:
     """The five bounds and the latency terms, each in cycles per warp FMA per SM.
 
     ``latency``: the exposed waits shared by the resident warps. ``latency_smem``: what of it the
     shared-memory pipe loses, the wait less the other resident blocks' wavefronts
     (``(blocks - 1) / blocks x b_smem``), at least 0; all of it with one block resident."""
-    w = waits(exposed, spill_reloads)
+    w = waits(exposed, spill_reloads, producer_waits)
     lat = w * c.l_glob / (wfma_per_trip * warps) if w and wfma_per_trip > 0 and warps > 0 else 0.0
     b_smem = wavefronts / c.eta_smem
     blocks = blocks_per_sm if np.isfinite(blocks_per_sm) and blocks_per_sm >= 1 else 1.0
@@ -361,6 +399,7 @@ def _inputs(
         loop_bar = float(s.get("loop_BAR", 0) or 0) if s is not None else NAN
         loop_sts = float(s.get("loop_STS", 0) or 0) if s is not None else NAN
         loop_ldgsts = float(s.get("loop_LDGSTS", 0) or 0) if s is not None else NAN
+        loop_stsm = float(s.get("loop_STSM", 0) or 0) if s is not None else NAN
         # a loop trip waits on its own global loads unless they were issued a trip ahead: one
         # barrier per trip (register prefetch into a second stage) or cp.async stages (no LDG)
         exposed = bool(s is not None and loop_ldg > 0 and loop_bar != 1)
@@ -371,13 +410,27 @@ def _inputs(
         )
         ld_wf = get("wavefronts")
         # how the loop fills its shared tile: STS from registers (counted on the shared-memory
-        # pipe), cp.async (LDGSTS, no STS: the L1's fill path, not counted)
+        # pipe), cp.async (LDGSTS, no STS: the L1's fill path, not counted), the copy engine (TMA:
+        # no load or store of the threads in the loop, not counted)
         if tile is None:
             stores = "none"  # no shared tile (K1, K2) or unknown (cuBLAS)
         elif s is not None and loop_sts == 0 and loop_ldgsts > 0:
             stores = "cp.async"
+        elif s is not None and loop_sts == 0 and loop_stsm == 0 and loop_ldgsts == 0 and loop_ldg == 0:
+            stores = "TMA"
         else:
             stores = "STS"
+        # a copy issuer among the FMA threads: per phase it waits on the stage's empty barrier
+        # and issues the block's tensor copies while its warp waits (phases per trip from the
+        # loop's FFMA over the counted FMAs per thread and phase)
+        prod = (
+            producer_waits(
+                float(c.ldg_per_phase), k.compute_threads is None, loop_ldg, loop_ldgsts,
+                loop_ffma / c.fma_per_phase if c.fma_per_phase else NAN,
+            )
+            if c is not None and s is not None
+            else 0.0
+        )
         if stores == "STS":
             ways = (c.sts_ways_a, c.sts_ways_b) if c is not None else (1, 1)
             st_wf = store_wavefronts(tile[0], tile[1], ways)
@@ -413,6 +466,7 @@ def _inputs(
                 "wfma_per_trip": loop_ffma,
                 "exposed": exposed,
                 "spill_reloads": spill_reloads,
+                "producer_waits": prod,
                 "stores": stores,
                 "blocks": blocks,
                 "blocks_per_sm": bps,
@@ -451,6 +505,7 @@ def _terms_row(r, c: Constants, m: Machine) -> dict[str, float]:
         wfma_per_trip=r["wfma_per_trip"],
         exposed=bool(r["exposed"]),
         spill_reloads=float(r["spill_reloads"]),
+        producer_waits=float(r["producer_waits"]) if "producer_waits" in r.index else 0.0,
         blocks_per_sm=float(r["blocks_per_sm"]) if "blocks_per_sm" in r.index else 1.0,
         c=c,
         m=m,
@@ -539,8 +594,9 @@ def fit(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = None) -> Cons
     ei, es = np.meshgrid(ETA_GRID, ETA_GRID, indexing="ij")  # (G, G)
     full = (*ei.shape, len(sub))
     col = lambda name: sub[name].to_numpy(float)[None, None, :]  # noqa: E731
-    n_waits = np.array([waits(e, r) for e, r in zip(sub["exposed"].to_numpy(bool),
-                                                     sub["spill_reloads"].to_numpy(float))])
+    prod = sub["producer_waits"].to_numpy(float) if "producer_waits" in sub.columns else np.zeros(len(sub))
+    n_waits = np.array([waits(e, r, q) for e, r, q in zip(sub["exposed"].to_numpy(bool),
+                                                           sub["spill_reloads"].to_numpy(float), prod)])
     per_l = np.where(
         n_waits > 0,
         n_waits / (sub["wfma_per_trip"].to_numpy(float) * sub["warps"].to_numpy(float)),
