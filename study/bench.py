@@ -1,7 +1,8 @@
 """Checking and timing: relative error against float64 with NaN-poisoned outputs; CUDA-event medians.
 
 Every timed kernel is checked first on fresh random inputs; timing flushes the L2 between
-repetitions so no repetition reads what the previous one left in the cache. A measuring run
+repetitions (by a read: ``L2Flush``) so no repetition reads what the previous one left in the
+cache, nor pays for writing back what the flush left dirty. A measuring run
 starts by timing the device's bandwidth roofs (``bandwidth_roofs``, `docs/method.md#bandwidth-roof`):
 a read-only reduction over a buffer far larger than the L2, and a device-to-device copy.
 """
@@ -59,14 +60,22 @@ def check(launch: Callable, M: int, N: int, K: int, seed: int = 0, device="cuda"
 
 
 class L2Flush:
-    """A buffer twice the L2, rewritten before every timed repetition."""
+    """A buffer twice the L2, read (summed into one preallocated scalar) before every timed repetition.
 
-    def __init__(self, l2_bytes: int | None):
+    A read, not a write: rewriting the buffer would leave the L2 full of dirty lines, and the
+    timed kernel would pay for writing them back to DRAM as its own misses evict them: a fixed
+    charge on every repetition, which short kernels (decode) feel most. Reading twice the L2's
+    worth of other data evicts what the previous repetition left (its dirty lines are written
+    back during the flush, outside the timed events) and leaves only clean lines behind.
+    """
+
+    def __init__(self, l2_bytes: int | None, device: str = "cuda"):
         n = max(int(l2_bytes or 64 * 2**20) * 2, 64 * 2**20) // 4
-        self.buf = torch.empty(n, dtype=torch.float32, device="cuda")
+        self.buf = torch.ones(n, dtype=torch.float32, device=device)
+        self.sink = torch.empty((), dtype=torch.float32, device=device)
 
     def __call__(self) -> None:
-        self.buf.fill_(1.0)
+        torch.sum(self.buf, dim=0, out=self.sink)
 
 
 def quantiles(samples: list[float]) -> tuple[float, float, float]:

@@ -44,3 +44,15 @@ def test_quantiles():
 def test_inputs_are_random_not_zero():
     a, b = bench.random_inputs(8, 8, 8, seed=1, device="cpu")
     assert a.abs().min() > 0 and b.std() > 0.5
+
+
+def test_l2_flush_reads_and_never_writes():
+    # a write would leave the L2 dirty and the timed kernel would pay for the write-back
+    flush = bench.L2Flush(2**20, device="cpu")
+    version = flush.buf._version  # bumped by every in-place write to the tensor
+    flush()
+    flush()
+    assert flush.buf._version == version
+    assert flush.sink.item() == flush.buf.numel()  # it did read all of it (a buffer of ones)
+    assert flush.buf.numel() * 4 == 64 * 2**20  # twice the L2, at least 64 MiB
+    assert bench.L2Flush(60 * 2**20, device="cpu").buf.numel() * 4 == 120 * 2**20

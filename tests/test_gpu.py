@@ -206,3 +206,27 @@ def test_from_device_on_a_real_gpu():
         pytest.skip("no CUDA device")
     g = gpumod.from_device(0)
     assert g.sms > 0 and g.sm_clock_mhz > 0 and g.dram_gbps() > 0
+
+
+@pytest.mark.gpu
+def test_read_flush_charges_no_write_back():
+    """A stream over a buffer 4x the L2 times no slower after the read flush than after a rewrite of
+    the same buffer, which leaves the L2 dirty (the write-back is then charged to the stream)."""
+    import torch
+
+    from study import bench
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    x = torch.randn(4 * l2 // 4, device="cuda")
+    sink = torch.empty((), device="cuda")
+    read = bench.L2Flush(l2)
+    stream = lambda: torch.sum(x, dim=0, out=sink)  # noqa: E731
+
+    def write():
+        read.buf.fill_(1.0)
+
+    t_read = bench.time_cuda(stream, read, target_s=0.05).ms
+    t_write = bench.time_cuda(stream, write, target_s=0.05).ms
+    print(f"stream of {x.numel() * 4 / 1e6:.1f} MB: {t_read * 1e3:.1f} us after the read flush, "
+          f"{t_write * 1e3:.1f} us after a write flush")
+    assert t_read <= 1.01 * t_write
