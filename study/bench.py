@@ -10,6 +10,7 @@ a read-only reduction over a buffer far larger than the L2, and a device-to-devi
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -84,6 +85,23 @@ def quantiles(samples: list[float]) -> tuple[float, float, float]:
     return float(q[0]), float(q[1]), float(q[2])
 
 
+# The device is held (a spin kernel) for this many times the host's enqueue time of all repetitions
+HOLD_MARGIN = 2.0
+HOLD_MAX_S = 1.0  # at most this long
+HOLD_CYCLES_PER_S = 2.0e9  # spin cycles per second asked for: above any SM clock's rate, so never short
+
+
+def hold_gpu(seconds: float) -> None:
+    """Keep the device busy for about ``seconds`` (``torch.cuda._sleep``, a spin of clock cycles)
+    while the host enqueues the repetitions behind it: a repetition whose launch the host has not
+    yet enqueued when the device reaches its start event would be timed with the host's delay in
+    it (a short kernel with a slow launch: Triton's or an extension's, decode shapes). Nothing
+    where this torch has no ``_sleep``."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None and seconds > 0:
+        sleep(int(min(seconds, HOLD_MAX_S) * HOLD_CYCLES_PER_S))
+
+
 def time_cuda(
     fn: Callable[[], object],
     flush: L2Flush,
@@ -92,21 +110,25 @@ def time_cuda(
     max_reps: int = 100,
     warmup: int = 2,
 ) -> Timing:
-    """Median, p20 and p80 of CUDA-event times of ``fn``; warm-up excluded, L2 flushed before each rep."""
+    """Median, p20 and p80 of CUDA-event times of ``fn``; warm-up excluded, L2 flushed before each rep,
+    every rep enqueued behind a hold of the device (``hold_gpu``) so none waits for the host."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    # one timed probe sizes the repetition count
+    # one timed probe sizes the repetition count (and tells how long the host takes to enqueue one)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t_host = time.perf_counter()
     flush()
     start.record()
     fn()
     end.record()
+    host_s = time.perf_counter() - t_host
     torch.cuda.synchronize()
     probe_ms = max(start.elapsed_time(end), 1e-3)
     reps = int(min(max_reps, max(min_reps, target_s * 1e3 / probe_ms)))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    hold_gpu(HOLD_MARGIN * reps * host_s)
     for s, e in zip(starts, ends):
         flush()
         s.record()

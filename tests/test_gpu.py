@@ -230,3 +230,23 @@ def test_read_flush_charges_no_write_back():
     print(f"stream of {x.numel() * 4 / 1e6:.1f} MB: {t_read * 1e3:.1f} us after the read flush, "
           f"{t_write * 1e3:.1f} us after a write flush")
     assert t_read <= 1.01 * t_write
+
+
+@pytest.mark.gpu
+def test_time_cuda_leaves_the_host_out_of_the_kernel_time():
+    """A tiny kernel whose launch takes the host 0.5 ms is timed as the kernel, not the host: its
+    repetitions are enqueued behind a hold of the device, so no start event waits for a launch."""
+    import torch
+
+    from study import bench
+
+    x = torch.zeros(1024, device="cuda")
+
+    def slow_launch():
+        t = time.perf_counter()
+        while time.perf_counter() - t < 5e-4:  # the host's half millisecond, after the start event
+            pass
+        x.add_(1.0)
+
+    t = bench.time_cuda(slow_launch, bench.L2Flush(2**20), target_s=0.01)
+    assert t.ms < 0.1, f"{t.ms * 1e3:.0f} us: the host's delay was timed"
