@@ -1,50 +1,58 @@
 // KD: the decode rung, for small M (a few token rows times a weight matrix): C = A B with A
 // M x K small and B K x N large. Square-shape tiling stops paying here: at M = 1 every element of
 // B is used once, so the kernel is a stream over B and the aim is to read it at the DRAM's pace.
-// The launcher picks one of two paths by M.
+// The launcher picks one of two paths by M (and the device).
 //
-// The streaming path (M < SK_MIN_M; kd_gemv is its M = 1 kernel, the registered one, and
-// kd_gemv_m2 ... kd_gemv_m32 the others). A block owns BN = 4 * TX columns of C (TX column
-// threads, 4 columns each) and MT rows; its TG k-groups share its range of K: thread (tx, g)
-// reads float4 columns col .. col + 3 of B at rows 4 * k4 .. 4 * k4 + 3 for k4 = g, g + TG, ...
-// (4 LDG.128 of B per 4 k, UNROLL such steps in flight), and A from shared memory, where a block
-// stages it coalesced, TG * UNROLL * 4 values of k at a time (MT LDS.128 per 4 k), keeping MT x 4
-// partial sums. A warp's load of B touches 32 / TX rows of TX * 16 contiguous bytes: whole
-// 32-byte sectors, every byte used once. The k-groups are summed in a fixed order (warp shuffles,
-// then shared memory over the warps). Where the output tiles alone would leave SMs idle, K is
-// split across blocks too (enough blocks for BLOCKS_PER_SM per SM): each block leaves its sums in
-// a workspace and the block of a tile that finishes last (an integer ticket) adds the splits in
-// their order 0, 1, ... MT is the smallest of 1, 2, 4, ..., MT_MAX at least M; larger M takes
-// several row tiles, the blocks of one column slab adjacent so that B is re-read from L2. The
-// M = 1 kernel has its own TX, TG, UNROLL (M1_TX, M1_TG, M1_UNROLL).
+// The streaming path (M < SK_MIN_M, and every M where the tiled path cannot run; kd_gemv is its
+// M = 1 kernel, the registered one, and kd_gemv_m2 ... kd_gemv_m32 the others). A block owns
+// BN = 4 * TX columns of C (TX column threads, 4 columns each) and MT rows; its TG k-groups share
+// its range of K: thread (tx, g) reads float4 columns col .. col + 3 of B at rows
+// 4 * k4 .. 4 * k4 + 3 for k4 = g, g + TG, ... (4 LDG.128 of B per 4 k, UNROLL such steps in
+// flight), and A from shared memory, where a block stages it coalesced, TG * UNROLL * 4 values of
+// k at a time (MT LDS.128 per 4 k), keeping MT x 4 partial sums. A warp's load of B touches
+// 32 / TX rows of TX * 16 contiguous bytes: whole 32-byte sectors, every byte used once. The
+// k-groups are summed in a fixed order (warp shuffles, then shared memory over the warps). Where
+// the output tiles alone would leave SMs idle, K is split across blocks too (enough blocks for
+// BLOCKS_PER_SM per SM): each block leaves its sums in a workspace and the block of a tile that
+// finishes last (an integer ticket) adds the splits in their order 0, 1, ... MT is the smallest
+// of 1, 2, 4, ..., MT_MAX at least M; larger M takes several row tiles, the blocks of one column
+// slab adjacent so that B is re-read from L2. The M = 1 kernel has its own TX, TG, UNROLL
+// (M1_TX, M1_TG, M1_UNROLL).
 //
-// The tiled path (M >= SK_MIN_M: kd_gemv_sk_m16, kd_gemv_sk_m32; kd_gemv_sk_m4 and
-// kd_gemv_sk_m8 serve M <= 8 when SK_MIN_M is set that low): a tile of C is BM = 16 or 32 rows
-// by BN = 64 * SK_WARPS columns (larger M takes several row tiles of 32), B and A streamed
-// through shared memory in SK_STAGES stages of SK_BK values of k: B's rows by bulk copies
-// (cp.async.bulk on sm_90, completing on an mbarrier per stage; cp.async below sm_90 and for the
-// ragged last stage of K, zero-filled past K), A's by cp.async; the row tiles of one column slab
-// adjacent, so B is re-read from L2. A lane computes BM / 4 rows x 8 columns from LDS.128 of A
-// (4 rows a warp) and of B (128 contiguous bytes a warp). The work, (tile, stage of K) units, is
-// cut evenly over SK_BLOCKS_PER_SM blocks per SM (stream-K: no wave quantisation); a tile a block
-// covers whole is stored, a part of one goes to a workspace slot and the tile's last block (an
-// integer ticket) adds the parts in the order of K, every slot's loads in flight together.
+// The tiled path (M >= SK_MIN_M on sm_90, where the driver encodes tensor maps: kd_gemv_sk_m16,
+// kd_gemv_sk_m32; kd_gemv_sk_m4 and kd_gemv_sk_m8 serve M <= 8 when SK_MIN_M is set that low): a
+// tile of C is BM = 16 or 32 rows by BN = 64 * SK_WARPS columns (larger M takes several row tiles
+// of 32), B and A streamed through shared memory in SK_STAGES stages of SK_BK values of k by
+// tensor copies, the row tiles of one column slab adjacent, so B is re-read from L2. The warps
+// are specialised: a producer warp issues the copies, SK_WARPS consumer warps multiply (a lane
+// BM / 4 rows x 8 columns from LDS.128 of A, 4 rows a warp, and of B, 128 contiguous bytes a
+// warp). The work, (tile, stage of K) units, is cut evenly over SK_BLOCKS_PER_SM blocks per SM
+// (stream-K: no wave quantisation); a tile a block covers whole is stored, a part of one goes to
+// a workspace slot and the tile's last block (an integer ticket) adds the parts in the order of
+// K, every slot's loads in flight together.
 //
 // No float atomics anywhere: the result is the same bit for bit from run to run.
 // Parameters (-D overrides): M1_TX, M1_TG, M1_UNROLL, TX, TG, UNROLL, MT_MAX, BLOCKS_PER_SM,
-// MAX_SPLITS; SK_MIN_M, SK_WARPS, SK_BK, SK_STAGES, SK_BLOCKS_PER_SM, SK_BULK, SK_MIN_KTILES.
+// MAX_SPLITS; SK, SK_MIN_M, SK_WARPS, SK_BK, SK_STAGES, SK_BLOCKS_PER_SM, SK_MIN_KTILES.
 // Defaults, from probes on the H200 at decode N = 18944, K = 3584 (L2 flushed, CUDA events):
 // M = 1 keeps TX = 8, TG = 16, UNROLL = 4, the best of an earlier sweep of 135 variants (first
 // probe run: 72.4 us, where a plain streaming read of B's 271.6 MB took 71.7 us); M = 2 .. 8
-// take TX = 16, TG = 8, UNROLL = 2 (same run, M = 8: 76.6 us, 129.9 with the M = 1 set). The
-// tiled path's parameters and SK_MIN_M are the best of 25 variants of the second run at M = 1, 8,
-// 16, 32, 64: M = 32 133.8 us against cuBLAS's 126.4 (cp.async in place of the bulk copies:
-// 135.1), M = 16 100.0 against 137.3, M = 64 247.8 against 224.7; M = 8 stays on the streaming
-// path (77.2 us, the tiled one 106.0).
+// take TX = 16, TG = 8, UNROLL = 2 (same run, M = 8: 76.6 us, 129.9 with the M = 1 set); M = 8
+// stays on the streaming path (77.2 us, tiled 106.0). The tiled path's SK_STAGES = 4 and
+// SK_BLOCKS_PER_SM = 2 are the best of 17 variants (stages 2 .. 8, 8 to 32 values of k a stage,
+// 2 or 4 consumer warps, 1 to 6 blocks per SM, a register cap for 3 blocks): M = 32 111.1 us
+// against cuBLAS's 125.5, where the same tiles copied by the block's own threads (B's 16 rows a
+// stage by thread 0's bulk copies, their addresses derived from threadIdx and each inside a
+// divergent loop that made them uniform; A by cp.async) with one __syncthreads a stage took 132.0;
+// M = 16 81.0 against 135.5, M = 64 204.4 against 222.6 (probe run 2026-12-01). Double-buffering
+// the consumers' fragments across k (215 registers: one block per SM; capped at 200 for two, it
+// spills) was slower: 124.5 us at M = 32.
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
 #include "common.cuh"
+#include "tma.cuh"  // tensor copies, mbarriers and the tensor-map encoder (the tiled path)
 
 #include <stdint.h>
+#include <stdlib.h>  // getenv
 
 #ifndef KD_M1_TX
 #define KD_M1_TX 8  // M = 1 (kd_gemv): column threads of a block, 4 columns each
@@ -226,83 +234,53 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 }
 
 // ---------------------------------------------------------------------------------------------
-// The tiled path (M >= SK_MIN_M): a few rows of C against a wide slab of B, B streamed through
-// shared memory in SK_STAGES stages so that many of its bytes are in flight while the FMAs of an
-// earlier stage run.
+// The tiled path (M >= SK_MIN_M, on sm_90 where the driver encodes tensor maps): a few rows of C
+// against a wide slab of B, B streamed through shared memory in WS_STAGES stages so that many of
+// its bytes are in flight while the FMAs of an earlier stage run. Warp-specialised: a producer
+// warp whose lane 0 issues two tensor copies a stage (A's BM x (BK + 4) box and B's BK x BN box,
+// from block-uniform coordinates: one instruction each, no per-thread address), and SK_WARPS
+// consumer warps that only multiply and release the stage (an mbarrier each way), synchronising
+// among themselves only at a tile's end (a named barrier): the producer keeps copying through the
+// epilogue. The copy engine zero-fills past M, N and K, so every stage takes the same path.
+// Elsewhere (before sm_90, no encoder) every M takes the streaming path.
 
 #ifndef KD_SK_MIN_M
 #define KD_SK_MIN_M 9  // the smallest M that takes the tiled path
 #endif
 #ifndef KD_SK_WARPS
-#define KD_SK_WARPS 4  // warps of a block, side by side along N: 64 columns each
+#define KD_SK_WARPS 4  // consumer warps, side by side along N: 64 columns each
 #endif
 #ifndef KD_SK_BK
 #define KD_SK_BK 16  // values of k per stage
 #endif
-#ifndef KD_SK_STAGES
-#define KD_SK_STAGES 3  // stages of the copy pipeline
-#endif
-#ifndef KD_SK_BLOCKS_PER_SM
-#define KD_SK_BLOCKS_PER_SM 3  // the grid: this many blocks per SM (fewer where they do not fit)
-#endif
-#ifndef KD_SK_BULK
-#define KD_SK_BULK 1  // 1: a stage's rows of B by bulk copies (cp.async.bulk, sm_90) and an mbarrier
-#endif
 #ifndef KD_SK_MIN_KTILES
 #define KD_SK_MIN_KTILES 4  // the fewest stages of work a block is given
 #endif
-
-// Bulk copies where the device pass is for sm_90 or later; cp.async (sm_80) below that.
-#if KD_SK_BULK && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define KD_SK_USE_BULK 1
-#else
-#define KD_SK_USE_BULK 0
+#ifndef KD_SK
+#define KD_SK 1  // 1: the tiled path where the device (sm_90) and the driver allow it; 0: never
+#endif
+#ifndef KD_SK_STAGES
+#define KD_SK_STAGES 4  // stages of the copy pipeline
+#endif
+#ifndef KD_SK_BLOCKS_PER_SM
+#define KD_SK_BLOCKS_PER_SM 2  // the grid: this many blocks per SM (fewer where they do not fit)
 #endif
 
-#define KD_SK_THREADS (32 * KD_SK_WARPS)
+#define KD_SK_CONSUMERS (32 * KD_SK_WARPS)
+#define KD_SK_THREADS (32 + KD_SK_CONSUMERS)  // the producer warp first
 #define KD_SK_BN (64 * KD_SK_WARPS)
 #define KD_SK_LDA (KD_SK_BK + 4)  // As row length (floats): rows r .. r + 3 on distinct banks
+#define KD_SK_A_BOX(tm) ((4 * (tm)) * KD_SK_LDA * 4)             // bytes of a stage's A
+#define KD_SK_A_BYTES(tm) ((KD_SK_A_BOX(tm) + 127) / 128 * 128)  // its room: B lands 128-byte aligned
+#define KD_SK_STAGE_BYTES(tm) (KD_SK_A_BYTES(tm) + KD_SK_BK * KD_SK_BN * 4)
+// Bytes of dynamic shared memory of the kernel of TM rows per thread (BM = 4 * TM).
+#define KD_SK_SMEM(tm) (KD_SK_STAGES * KD_SK_STAGE_BYTES(tm) + 16 * KD_SK_STAGES + 128)  // + barriers, alignment
 
 static_assert(KD_SK_BK % 4 == 0 && KD_SK_BK >= 4, "whole float4 of k per stage");
 static_assert(KD_SK_STAGES >= 2, "at least two stages");
+static_assert(KD_SK_BN <= 256 && KD_SK_LDA <= 256, "a tensor copy's box is at most 256 elements a side");
+static_assert((KD_SK_LDA / 4) % 2 == 1, "A rows an odd number of 16-byte units apart: distinct bank groups");
 
-// Bytes of dynamic shared memory of the tiled kernel of TM rows per thread (BM = 4 * TM).
-#define KD_SK_SMEM(tm) (KD_SK_STAGES * ((4 * (tm)) * KD_SK_LDA + KD_SK_BK * KD_SK_BN) * 4)
-
-__device__ __forceinline__ uint32_t kd_saddr(const void *p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// cp.async of 16 bytes, bypassing L1; src_bytes 0 writes zeros and reads nothing.
-__device__ __forceinline__ void kd_copy16(uint32_t dst, const float *src, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void kd_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void kd_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-#if KD_SK_USE_BULK
-__device__ __forceinline__ void kd_bar_init(uint32_t bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
-}
-// Arrives on the barrier, its phase now waiting for `bytes` more of copies.
-__device__ __forceinline__ void kd_bar_expect(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void kd_bulk(uint32_t dst, const float *src, uint32_t bytes, uint32_t bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
-__device__ __forceinline__ void kd_bar_wait(uint32_t bar, uint32_t parity) {
-    asm volatile(
-        "{\n .reg .pred P1;\n KD_WAIT:\n"
-        " mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-        " @!P1 bra KD_WAIT;\n}\n" ::"r"(bar), "r"(parity)
-        : "memory");
-}
-#endif
 __device__ __forceinline__ float4 kd_f4(const float *v) { return make_float4(v[0], v[1], v[2], v[3]); }
 __device__ __forceinline__ void kd_lds4(float *v, uint32_t addr) {
     asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
@@ -310,216 +288,192 @@ __device__ __forceinline__ void kd_lds4(float *v, uint32_t addr) {
                  : "r"(addr));
 }
 
-// The tiled path. A tile of C is BM = 4 * TM rows by BN = 64 * WARPS columns; a warp owns 64
-// of them, lane (rg, cg) = (lane % 4, lane / 4) the rows rg, rg + 4, ... (TM of them) and the
-// columns 4 cg .. 4 cg + 3 and 32 + 4 cg .. 32 + 4 cg + 3 of the warp's 64: per 4 values of k,
-// TM LDS.128 of A (As[m][k], four distinct rows a warp, one wavefront) and 8 LDS.128 of B (eight
-// distinct float4 a warp, 128 contiguous bytes) feed 32 TM FFMA. The work is the list of units
-// (tile, stage of K), the row tiles of one column slab adjacent; block b of G takes units
+// A tile of C is BM = 4 * TM rows by BN = 64 * SK_WARPS columns; a warp owns 64 of them, lane
+// (rg, cg) = (lane % 4, lane / 4) the rows rg, rg + 4, ... (TM of them) and the columns
+// 4 cg .. 4 cg + 3 and 32 + 4 cg .. 32 + 4 cg + 3 of the warp's 64: per 4 values of k, TM LDS.128
+// of A (As[m][k], four distinct rows a warp, one wavefront) and 8 LDS.128 of B (eight distinct
+// float4 a warp, 128 contiguous bytes) feed 32 TM FFMA. The work is the list of units (tile,
+// stage of K), the row tiles of one column slab adjacent; block b of G takes units
 // U b / G .. U (b + 1) / G - 1, the same share of B for every block (no wave quantisation), one
-// continuous pipeline across the tiles it touches. A tile the block covers whole is stored;
-// a part of one goes to one of the block's two workspace slots (its first tile, its last), and
-// the block of the tile that finishes last (an integer ticket) adds the tile's slots in the order
-// of K. No float atomics: the same bits every run.
+// continuous pipeline across the tiles it touches. A tile the block covers whole is stored; a
+// part of one goes to one of the block's two workspace slots (its first tile, its last), and the
+// block of the tile that finishes last (an integer ticket) adds the tile's slots in the order of
+// K. No float atomics: the same bits every run.
+struct KdUnits {
+    int m_tiles, KT;        // row tiles; stages of K per tile
+    long long U, G, u0, u1;  // units; blocks; this block's first unit and one past its last
+    __device__ KdUnits(int M, int N, int K, int BM, int BN, int BK)
+        : m_tiles((M + BM - 1) / BM), KT((K + BK - 1) / BK),
+          U((long long)m_tiles * ((N + BN - 1) / BN) * KT), G(gridDim.x),
+          u0(U * blockIdx.x / G), u1(U * (blockIdx.x + 1) / G) {}
+    __device__ long long start_of(long long blk) const { return U * blk / G; }
+    __device__ long long block_of(long long u) const { return ((u + 1) * G - 1) / U; }  // start_of <= u < next
+};
+
+// The end of this block's part of tile t (the last unit of t, or of the block): acc is stored, or
+// left in a slot and, by the tile's last block, summed with the others; acc is zero after. The
+// consumers take part (consumer tid, lane (rg, cg) of consumer warp `warp`), synchronising on
+// named barrier 1 (0 is __syncthreads, which the producer would have to join); `last` is a shared
+// flag.
+__device__ __forceinline__ void kd_consumers_sync() {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(KD_SK_CONSUMERS) : "memory");
+}
 template <int TM>
-__device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, const float *__restrict__ A,
-                                           const float *__restrict__ B, float beta, float *__restrict__ C,
-                                           float *__restrict__ ws, unsigned *__restrict__ tickets) {
-    constexpr int BM = 4 * TM, BN = KD_SK_BN, BK = KD_SK_BK, T = KD_SK_THREADS, S = KD_SK_STAGES;
-    constexpr int LDA = KD_SK_LDA, A_BYTES = BM * LDA * 4, STAGE_BYTES = A_BYTES + BK * BN * 4;
-    extern __shared__ float4 kd_sk_smem[];
-#if KD_SK_USE_BULK
-    __shared__ uint64_t kd_sk_bar[KD_SK_STAGES];  // per stage: its bulk copies have landed
-    uint32_t parity = 0;                          // bit s: the phase of stage s awaited next
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < KD_SK_STAGES; ++s) kd_bar_init(kd_saddr(&kd_sk_bar[s]));
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
-#endif
-    __shared__ bool kd_sk_last;
-    const uint32_t sbase = kd_saddr(kd_sk_smem);
-
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int rg = lane % 4, cg = lane / 4;
-    const int m_tiles = (M + BM - 1) / BM;
-    const int KT = (K + BK - 1) / BK;  // stages of K per tile
-    const long long U = (long long)m_tiles * ((N + BN - 1) / BN) * KT;
-    const long long G = gridDim.x, b = blockIdx.x;
-    const long long u0 = U * b / G, u1 = U * (b + 1) / G;
-    auto start_of = [&](long long blk) { return U * blk / G; };
-    auto block_of = [&](long long u) { return ((u + 1) * G - 1) / U; };  // start_of(b) <= u < start_of(b + 1)
-
-    // Copies of a stage: B's BK x BN floats, thread tid the float4 column b_col and the rows
-    // b_row0, b_row0 + 2, ...; A's BM x BK floats in float4, e = tid, tid + T, ...
-    constexpr int B_COPIES = BK * BN / 4 / T;  // BK / 2
-    constexpr int A_CHUNKS = BM * BK / 4;
-    const int b_row0 = tid / (BN / 4), b_col = 4 * (tid % (BN / 4));
-    auto load = [&](int t, int kt, int stage) {
-        const int k0 = kt * BK, row0 = (t % m_tiles) * BM, col = (t / m_tiles) * BN + b_col;
-        const uint32_t a_dst = sbase + stage * STAGE_BYTES, b_dst = a_dst + A_BYTES;
-#if KD_SK_USE_BULK
-        // A whole stage of K: thread 0 copies its BK rows of B (the part inside N of each; what
-        // lies past N feeds only outputs that are not stored). The ragged last stage of K is
-        // copied by everyone as below (zeros past K) and its barrier just arrived on.
-        const uint32_t bar = kd_saddr(&kd_sk_bar[stage]);
-        if (k0 + BK <= K) {
-            if (tid == 0) {
-                const int col0 = col - b_col;
-                const uint32_t bytes = 4 * min(BN, N - col0);
-                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                kd_bar_expect(bar, BK * bytes);
+__device__ __forceinline__ void kd_tile_end(float (&acc)[TM][8], int t, bool tile_done, const KdUnits &u, int M,
+                                            int N, float alpha, float beta, float *__restrict__ C,
+                                            float *__restrict__ ws, unsigned *__restrict__ tickets, int tid,
+                                            int warp, int rg, int cg, bool *last) {
+    constexpr int T = KD_SK_CONSUMERS;
+    constexpr int BM = 4 * TM, BN = KD_SK_BN;
+    const long long t_begin = (long long)t * u.KT, t_end = t_begin + u.KT;
+    const int row0 = (t % u.m_tiles) * BM, col0 = (t / u.m_tiles) * BN + warp * 64 + 4 * cg;
+    auto store = [&]() {
 #pragma unroll
-                for (int r = 0; r < BK; ++r)
-                    kd_bulk(b_dst + 4 * r * BN, B + (size_t)(k0 + r) * N + col0, bytes, bar);
+        for (int i = 0; i < TM; ++i) {
+            const int row = row0 + rg + 4 * i;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int col = col0 + 32 * h;
+                if (row < M && col < N) sgemm_store4(C, (size_t)row * N + col, alpha, kd_f4(acc[i] + 4 * h), beta);
             }
-        } else {
-            if (tid == 0) kd_bar_expect(bar, 0);
-#else
-        {
-#endif
-#pragma unroll
-            for (int c = 0; c < B_COPIES; ++c) {
-                const int r = b_row0 + 2 * c, k = k0 + r;
-                const bool ok = k < K && col < N;  // N % 4 == 0: a float4 is all in or all out
-                kd_copy16(b_dst + 4 * (r * BN + b_col), ok ? B + (size_t)k * N + col : B, ok ? 16 : 0);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < (A_CHUNKS + T - 1) / T; ++i) {
-            const int e = tid + T * i;
-            if (A_CHUNKS % T != 0 && e >= A_CHUNKS) break;
-            const int m = e / (BK / 4), q = e % (BK / 4);
-            const int row = row0 + m, k = k0 + 4 * q;
-            const bool ok = row < M && k < K;  // K % 4 == 0
-            kd_copy16(a_dst + 4 * (m * LDA + 4 * q), ok ? A + (size_t)row * K + k : A, ok ? 16 : 0);
         }
     };
+    if (u.u0 <= t_begin && tile_done) {
+        store();
+    } else {
+        // Slot 2 b: the block's first tile; 2 b + 1: its last. A slot is BM x BN floats in the
+        // threads' order ((i, h), then the thread): a warp's float4 are contiguous.
+        const long long b = blockIdx.x;
+        float4 *slot = reinterpret_cast<float4 *>(ws) + (2 * b + (t == u.u0 / u.KT ? 0 : 1)) * (BM * BN / 4);
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) __stcg(slot + (2 * i + h) * T + tid, kd_f4(acc[i] + 4 * h));
+        const long long first = u.block_of(t_begin), final_ = u.block_of(t_end - 1);
+        __threadfence();  // this block's part is visible before its ticket is
+        kd_consumers_sync();
+        if (tid == 0) *last = atomicAdd(&tickets[t], 1u) == (unsigned)(final_ - first);
+        kd_consumers_sync();
+        if (*last) {
+            // acc (stored) becomes the sum over the slots, in the order of K; every load of a
+            // slot is independent of the sum so far, so a slot's TM x 2 loads fly together.
+            __threadfence();
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+#pragma unroll 2
+            for (long long p = first; p <= final_; ++p) {
+                const long long sl = 2 * p + (u.start_of(p) / u.KT == t ? 0 : 1);
+                const float4 *src = reinterpret_cast<const float4 *>(ws) + sl * (BM * BN / 4) + tid;
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const float4 v = __ldcg(src + (2 * i + h) * T);
+                        acc[i][4 * h] += v.x;
+                        acc[i][4 * h + 1] += v.y;
+                        acc[i][4 * h + 2] += v.z;
+                        acc[i][4 * h + 3] += v.w;
+                    }
+            }
+            store();
+            if (tid == 0) tickets[t] = 0;  // ready for the next launch
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+}
 
+// One stage's FMAs: As of the stage at a_lds (the thread's row rg), Bs at b_lds (its columns).
+template <int TM>
+__device__ __forceinline__ void kd_stage_fma(float (&acc)[TM][8], uint32_t a_lds, uint32_t b_lds) {
+    constexpr int BN = KD_SK_BN, BK = KD_SK_BK, LDA = KD_SK_LDA;
+#pragma unroll
+    for (int k4 = 0; k4 < BK / 4; ++k4) {
+        float a[TM][4];
+#pragma unroll
+        for (int i = 0; i < TM; ++i) kd_lds4(a[i], a_lds + 4 * (4 * i * LDA + 4 * k4));
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            float bv[8];
+            kd_lds4(bv, b_lds + 4 * ((4 * k4 + kk) * BN));
+            kd_lds4(bv + 4, b_lds + 4 * ((4 * k4 + kk) * BN + 32));
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i][kk], bv[j], acc[i][j]);
+        }
+    }
+}
+
+template <int TM>
+__device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, float beta, float *__restrict__ C,
+                                           float *__restrict__ ws, unsigned *__restrict__ tickets,
+                                           const CUtensorMap *map_a, const CUtensorMap *map_b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int BM = 4 * TM, BN = KD_SK_BN, BK = KD_SK_BK, S = KD_SK_STAGES;
+    constexpr int LDA = KD_SK_LDA, A_BYTES = KD_SK_A_BYTES(TM), STAGE_BYTES = KD_SK_STAGE_BYTES(TM);
+    extern __shared__ __align__(128) unsigned char kd_sk_smem[];
+    __shared__ bool kd_sk_last;
+    const uint32_t base = (tma_saddr(kd_sk_smem) + 127) & ~uint32_t(127);
+    const uint32_t full = base + S * STAGE_BYTES, empty = full + 8 * S;  // barrier s at + 8 s
+    const KdUnits u(M, N, K, BM, BN, BK);
+    const int n_units = (int)(u.u1 - u.u0);
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S; ++s) {
+            mbar_init(full + 8 * s, 1);              // the producer's expect_tx, plus the bytes
+            mbar_init(empty + 8 * s, KD_SK_WARPS);   // one arrival per consumer warp
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (threadIdx.x < 32) {
+        // ---- the producer, lane 0 alone: unit n into stage n % S, once its last use is released
+        if (threadIdx.x == 0) {
+            int t = (int)(u.u0 / u.KT), kt = (int)(u.u0 % u.KT);
+            for (int n = 0; n < n_units; ++n) {
+                const int s = n % S;
+                const uint32_t stage = base + s * STAGE_BYTES;
+                if (n >= S) mbar_try_wait(empty + 8 * s, ((n / S) - 1) & 1);
+                mbar_expect(full + 8 * s, KD_SK_A_BOX(TM) + BK * BN * 4);
+                tma_load_2d(stage, map_a, kt * BK, (t % u.m_tiles) * BM, full + 8 * s);
+                tma_load_2d(stage + A_BYTES, map_b, (t / u.m_tiles) * BN, kt * BK, full + 8 * s);
+                if (++kt == u.KT) kt = 0, ++t;
+            }
+        }
+        return;  // the consumers wait for every copy before they leave
+    }
+
+    // ---- the consumers
+    const int tid = threadIdx.x - 32, lane = tid % 32, warp = tid / 32;
+    const int rg = lane % 4, cg = lane / 4;
     float acc[TM][8];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
-
-    // Units as (tile, stage of K) counters: the next one to load, the one computed.
-    const int n_units = (int)(u1 - u0);
-    int lt = (int)(u0 / KT), lk = (int)(u0 % KT), ct = lt, ck = lk;
-    auto load_next = [&](int stage) {
-        load(lt, lk, stage);
-        if (++lk == KT) lk = 0, ++lt;
-    };
-#pragma unroll
-    for (int s = 0; s < S - 1; ++s) {
-        if (s < n_units) load_next(s);
-        kd_commit();  // one group per stage, empty or not: wait_group counts stay exact
-    }
-    const uint32_t a_lds0 = sbase + 4 * (rg * LDA);
-    const uint32_t b_lds0 = sbase + A_BYTES + 4 * (warp * 64 + 4 * cg);
-    int stage = 0;
+    int ct = (int)(u.u0 / u.KT), ck = (int)(u.u0 % u.KT);
+    const uint32_t a_lds0 = base + 4 * (rg * LDA);
+    const uint32_t b_lds0 = base + A_BYTES + 4 * (warp * 64 + 4 * cg);
     for (int n = 0; n < n_units; ++n) {
-        kd_wait<S - 2>();  // this thread's copies of unit n have landed ...
-#if KD_SK_USE_BULK
-        kd_bar_wait(kd_saddr(&kd_sk_bar[stage]), (parity >> stage) & 1);
-        parity ^= 1u << stage;
-#endif
-        __syncthreads();   // ... everyone's, and the stage refilled next is read by no one
-        if (n + S - 1 < n_units) load_next(stage == 0 ? S - 1 : stage - 1);
-        kd_commit();
-        const uint32_t a_lds = a_lds0 + stage * STAGE_BYTES, b_lds = b_lds0 + stage * STAGE_BYTES;
-#pragma unroll
-        for (int k4 = 0; k4 < BK / 4; ++k4) {
-            float a[TM][4];
-#pragma unroll
-            for (int i = 0; i < TM; ++i) kd_lds4(a[i], a_lds + 4 * (4 * i * LDA + 4 * k4));
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-                float bv[8];
-                kd_lds4(bv, b_lds + 4 * ((4 * k4 + kk) * BN));
-                kd_lds4(bv + 4, b_lds + 4 * ((4 * k4 + kk) * BN + 32));
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i][kk], bv[j], acc[i][j]);
-            }
-        }
-        stage = stage == S - 1 ? 0 : stage + 1;
+        const int s = n % S;
+        mbar_wait(full + 8 * s, (n / S) & 1);
+        kd_stage_fma<TM>(acc, a_lds0 + s * STAGE_BYTES, b_lds0 + s * STAGE_BYTES);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty + 8 * s);  // the warp's loads of stage s are done
 
         const int t = ct;
-        const bool tile_done = ck + 1 == KT;
-        if (++ck == KT) ck = 0, ++ct;
-        if (!tile_done && n + 1 != n_units) continue;  // the same in every thread
-        // The end of this block's part of tile t.
-        const long long t_begin = (long long)t * KT, t_end = t_begin + KT;
-        const int row0 = (t % m_tiles) * BM, col0 = (t / m_tiles) * BN + warp * 64 + 4 * cg;
-        const bool whole = u0 <= t_begin && tile_done;
-        if (whole) {
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-                const int row = row0 + rg + 4 * i;
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int col = col0 + 32 * h;
-                    if (row < M && col < N)
-                        sgemm_store4(C, (size_t)row * N + col, alpha, kd_f4(acc[i] + 4 * h), beta);
-                }
-            }
-        } else {
-            // Slot 2 b: the block's first tile; 2 b + 1: its last. A slot is BM x BN floats in
-            // the threads' order ((i, h), then the thread): a warp's float4 are contiguous.
-            float4 *slot = reinterpret_cast<float4 *>(ws) + (2 * b + (t == u0 / KT ? 0 : 1)) * (BM * BN / 4);
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    __stcg(slot + (2 * i + h) * T + tid, kd_f4(acc[i] + 4 * h));
-            const long long first = block_of(t_begin), last = block_of(t_end - 1);
-            __threadfence();  // this block's part is visible before its ticket is
-            __syncthreads();
-            if (tid == 0) kd_sk_last = atomicAdd(&tickets[t], 1u) == (unsigned)(last - first);
-            __syncthreads();
-            if (kd_sk_last) {
-                // acc (stored) becomes the sum over the slots, in the order of K; every load of
-                // a slot is independent of the sum so far, so a slot's TM x 2 loads fly together.
-                __threadfence();
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
-#pragma unroll 2
-                for (long long p = first; p <= last; ++p) {
-                    const long long sl = 2 * p + (start_of(p) / KT == t ? 0 : 1);
-                    const float4 *src = reinterpret_cast<const float4 *>(ws) + sl * (BM * BN / 4) + tid;
-#pragma unroll
-                    for (int i = 0; i < TM; ++i)
-#pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            const float4 v = __ldcg(src + (2 * i + h) * T);
-                            acc[i][4 * h] += v.x;
-                            acc[i][4 * h + 1] += v.y;
-                            acc[i][4 * h + 2] += v.z;
-                            acc[i][4 * h + 3] += v.w;
-                        }
-                }
-#pragma unroll
-                for (int i = 0; i < TM; ++i) {
-                    const int row = row0 + rg + 4 * i;
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int col = col0 + 32 * h;
-                        if (row < M && col < N)
-                            sgemm_store4(C, (size_t)row * N + col, alpha, kd_f4(acc[i] + 4 * h), beta);
-                    }
-                }
-                if (tid == 0) tickets[t] = 0;  // ready for the next launch
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+        const bool tile_done = ck + 1 == u.KT;
+        if (++ck == u.KT) ck = 0, ++ct;
+        if (!tile_done && n + 1 != n_units) continue;  // the same in every consumer
+        kd_tile_end<TM>(acc, t, tile_done, u, M, N, alpha, beta, C, ws, tickets, tid, warp, rg, cg, &kd_sk_last);
     }
-    kd_wait<0>();  // no copy outlives the block
+#endif
 }
 
 // M = 1: the registered kernel (its SASS is the rung's in the tables)
@@ -537,10 +491,11 @@ KD_KERNEL(kd_gemv_m16, 16)
 KD_KERNEL(kd_gemv_m32, 32)
 
 // The tiled path, one kernel per row tile BM = 4 * TM.
-#define KD_SK_KERNEL(name, tm)                                                                  \
-    extern "C" __global__ void __launch_bounds__(KD_SK_THREADS)                                  \
-        name(SGEMM_KERNEL_PARAMS, float *__restrict__ ws, unsigned *__restrict__ tickets) {      \
-        kd_sk_body<tm>(M, N, K, alpha, A, B, beta, C, ws, tickets);                              \
+#define KD_SK_KERNEL(name, tm)                                                                    \
+    extern "C" __global__ void __launch_bounds__(KD_SK_THREADS)                                    \
+        name(SGEMM_KERNEL_PARAMS, float *__restrict__ ws, unsigned *__restrict__ tickets,          \
+             const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b) { \
+        kd_sk_body<tm>(M, N, K, alpha, beta, C, ws, tickets, &map_a, &map_b);                      \
     }
 KD_SK_KERNEL(kd_gemv_sk_m4, 1)
 KD_SK_KERNEL(kd_gemv_sk_m8, 2)
@@ -566,6 +521,7 @@ struct KdWorkspace {
     size_t n_tickets = 0;
     int sms = 0;
     int sk_blocks[4] = {0, 0, 0, 0};  // resident blocks per SM of kd_gemv_sk_m4 ... kd_gemv_sk_m32
+    int major = 0;                    // compute capability (major)
 };
 static KdWorkspace kd_workspace[64];
 
@@ -589,28 +545,35 @@ void launch_kd_gemv(int M, int N, int K, float alpha, const float *A, const floa
     cudaGetDevice(&dev);
     KdWorkspace &w = kd_workspace[dev % 64];
     if (!w.sms) cudaDeviceGetAttribute(&w.sms, cudaDevAttrMultiProcessorCount, dev);
-    if (M >= KD_SK_MIN_M) {
-        // The tiled path: BM the smallest of 4, 8, 16, 32 at least M; a grid of SK_BLOCKS_PER_SM
-        // blocks per SM (at most what fits), each given at least SK_MIN_KTILES stages of K.
-        int v = 0;
-        while (v < 3 && (4 << v) < M) ++v;
-        void (*const kernels[4])(SGEMM_KERNEL_PARAMS, float *, unsigned *) = {
+    if (!w.major) cudaDeviceGetAttribute(&w.major, cudaDevAttrComputeCapabilityMajor, dev);
+    // The tiled path: BM the smallest of 4, 8, 16, 32 at least M; a grid of WS_BLOCKS_PER_SM blocks
+    // per SM (at most what fits), each given at least SK_MIN_KTILES stages of K. Where the tensor
+    // maps cannot be made, the streaming path below takes every M.
+    int v = 0;
+    while (v < 3 && (4 << v) < M) ++v;
+    const int bm = 4 << v;
+    // SGEMM_KD_TILED=0 in the environment keeps every M on the streaming path (the tests check
+    // that path at M >= 9 on a device that would tile).
+    static const bool tiled = KD_SK && !(getenv("SGEMM_KD_TILED") && getenv("SGEMM_KD_TILED")[0] == '0');
+    const TmaEncode encode = tiled && M >= KD_SK_MIN_M && w.major >= 9 ? tma_encoder() : nullptr;
+    CUtensorMap map_a, map_b;
+    if (encode && tma_map(encode, &map_a, A, M, K, bm, KD_SK_LDA) &&
+        tma_map(encode, &map_b, B, K, N, KD_SK_BK, KD_SK_BN)) {
+        void (*const kernels[4])(SGEMM_KERNEL_PARAMS, float *, unsigned *, const CUtensorMap, const CUtensorMap) = {
             kd_gemv_sk_m4, kd_gemv_sk_m8, kd_gemv_sk_m16, kd_gemv_sk_m32};
         const int smem[4] = {KD_SK_SMEM(1), KD_SK_SMEM(2), KD_SK_SMEM(4), KD_SK_SMEM(8)};
         if (!w.sk_blocks[v]) {
             cudaFuncSetAttribute(kernels[v], cudaFuncAttributeMaxDynamicSharedMemorySize, smem[v]);
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.sk_blocks[v], kernels[v], KD_SK_THREADS,
-                                                          smem[v]);
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.sk_blocks[v], kernels[v], KD_SK_THREADS, smem[v]);
             if (w.sk_blocks[v] < 1) w.sk_blocks[v] = 1;
         }
-        const int bm = 4 << v;
         const long long tiles = (long long)sgemm_cdiv(M, bm) * sgemm_cdiv(N, KD_SK_BN);
         const long long units = tiles * sgemm_cdiv(K, KD_SK_BK);
         long long grid = (long long)min(KD_SK_BLOCKS_PER_SM, w.sk_blocks[v]) * w.sms;
         grid = min(grid, max(1LL, units / KD_SK_MIN_KTILES));
         if (!kd_reserve(w, (size_t)2 * grid * bm * KD_SK_BN * sizeof(float), (size_t)tiles, stream)) return;
         kernels[v]<<<(unsigned)grid, KD_SK_THREADS, smem[v], stream>>>(M, N, K, alpha, A, B, beta, C, w.ws,
-                                                                       w.tickets);
+                                                                       w.tickets, map_a, map_b);
         return;
     }
     int mt = 1;

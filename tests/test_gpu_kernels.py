@@ -258,6 +258,67 @@ def test_decode_kernels_are_right_and_the_same_every_run(k, shape):
     assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
 
 
+STREAM_PROBE = """
+import sys, torch
+from study import bench, kernels
+k = kernels.get("KD")
+for M, N, K in [(9, 300, 516), (16, 2052, 1028), (33, 64, 8196), (40, 18948, 3588), (100, 520, 2000)]:
+    a, b = bench.random_inputs(M, N, K, seed=M + N + K)
+    outs = []
+    for _ in range(2):
+        out = bench.poisoned(M, N)
+        k.launcher(a, b, out)
+        torch.cuda.synchronize()
+        outs.append(out)
+    err = bench.relative_error(outs[0], a.double() @ b.double())
+    print(M, N, K, "ok" if err <= bench.TOLERANCE and torch.equal(outs[0], outs[1]) else f"wrong {err:.2e}")
+a, b = bench.random_inputs(32, 18944, 3584, seed=0)
+out = bench.poisoned(32, 18944)
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    k.launcher(a, b, out)
+    torch.cuda.synchronize()
+print("ran", " ".join(sorted({e.key for e in prof.key_averages() if e.key.startswith("kd_gemv")})))
+"""
+
+
+@pytest.mark.gpu
+def test_decode_rung_tiles_from_m_9_on_a_device_with_tensor_copies():
+    """On sm_90 KD's launcher takes the tiled (warp-specialised) kernel from M = 9, the streaming
+    one below."""
+    import torch
+
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the tiled path needs sm_90 (tensor copies)")
+    k = kernels.get("KD")
+    ran = {}
+    for M in (8, 9, 32):
+        a, b = bench.random_inputs(M, 1024, 1024, seed=M)
+        out = bench.poisoned(M, 1024)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            k.launcher(a, b, out)
+            torch.cuda.synchronize()
+        ran[M] = sorted({e.key for e in prof.key_averages() if e.key.startswith("kd_gemv")})
+    assert ran == {8: ["kd_gemv_m8"], 9: ["kd_gemv_sk_m16"], 32: ["kd_gemv_sk_m32"]}, ran
+
+
+@pytest.mark.gpu
+def test_decode_rung_streams_every_m_where_it_does_not_tile():
+    """Where the tiled path cannot run (no tensor maps: before sm_90) KD streams B at every M, in
+    row tiles of at most MT_MAX rows; SGEMM_KD_TILED=0 makes the launcher take that path here."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-c", STREAM_PROBE], cwd=root, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(root), "SGEMM_KD_TILED": "0"})
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    *lines, ran = r.stdout.strip().splitlines()
+    assert len(lines) == 5 and all(line.endswith(" ok") for line in lines), lines
+    assert ran == "ran kd_gemv_m8", ran  # M = 32 in row tiles of 8, no tiled kernel
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(1, 4096, 4100), (8, 1000, 36), (9, 300, 516), (16, 2052, 1028),
                                    (40, 18948, 3588), (100, 520, 2000)],
