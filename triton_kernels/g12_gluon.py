@@ -16,8 +16,8 @@ warp) adds.
 Everything else follows K12:
 
 * Asynchronous copies (``cp.async``, LDGSTS), 4 bytes each, global -> shared with no register
-  on the way. A's K-tile [128 x 16]: a warp's copy reads 2 values of k (:data:`A_LANES_K`, the
-  lanes along k) of 16 rows and writes As[k][m] (transposed), rows unpadded (see below); K12's
+  on the way. A's K-tile [128 x 16]: a warp's copy reads 4 values of k (:data:`A_LANES_K`, the
+  lanes along k) of 8 rows and writes As[k][m] (transposed), rows unpadded (see below); K12's
   map (16 lanes along k: row tid / 16 + 16 c, column tid % 16 for copy c) is A_LANES_K = 16.
   B's K-tile
   [16 x 256]: copy c (0..15) reads row c, column tid, into Bs[c][tid], unpadded. The copy
@@ -27,9 +27,14 @@ Everything else follows K12:
 * The ragged end of K first: phase 0 copies K - 16 (phases - 1) values of k (masked: the rest
   zero-filled by the copy) and every later phase is whole; the last phase is peeled (no
   copies, no barrier).
-* A phase's copies are issued at its first k-step (:data:`COPY_STEPS` = 1: one ``async_copy``
-  of each operand's whole K-tile) or, as K12's, spread over its first COPY_STEPS k-steps, copy
-  c in k-step c % COPY_STEPS (one ``async_copy`` per piece). They are committed, waited for at
+* A phase's copies are issued in two bursts (:data:`COPY_STEPS` = 1: one ``async_copy`` of each
+  operand's whole K-tile, A's at k-step 0 and B's at k-step :data:`B_STEP`) or, as K12's, spread
+  over its first COPY_STEPS k-steps, copy c in k-step c % COPY_STEPS (one ``async_copy`` per
+  piece). A burst of copies holds its warps: the L1 takes one line a cycle, and each copy waits
+  for its address registers to be read before they are reused, so the later copies of every warp
+  wait behind the earlier ones (long-scoreboard stalls, 0.33 per issue at A_LANES_K = 2 with both
+  operands at k-step 0, against K12's 0.02); half a phase between A's and B's halves the burst.
+  They are committed, waited for at
   the last k-step, whose A and B values are then in registers, and followed by one barrier that
   both publishes them and frees the stage just read: one barrier per phase. (Triton 3.6's
   barrier analysis does not tell slices of one buffer apart and puts a barrier between the
@@ -54,8 +59,8 @@ cp.async lowering takes no ``PaddedSharedLayout`` -- "padded shared encoding has
 layout" -- and a swizzled As cannot be sliced by k for the fragment loads), so As is unpadded;
 with K12's copy map (A_LANES_K = 16) A's copies would meet 16-way bank conflicts (lanes 0..15
 writing 16 rows k of one column m) where K12's padded rows meet 2-way, so the twin takes
-A_LANES_K = 2 (16 lanes along m: 2-way, K12's count, for 8 contiguous bytes of 16 rows per
-copy instruction in place of K12's 64 of two); its 32-bit shared-window addresses and the stage
+A_LANES_K = 4 (8 lanes along m: 4-way, for 16 contiguous bytes of 8 rows per copy instruction
+in place of K12's 64 of two); its 32-bit shared-window addresses and the stage
 switch by one XOR of each address register (Gluon allocates the two stages and computes their
 addresses itself); K12's double-buffered register fragments (k-step k + 1's values read before
 step k's FMAs: the order of loads and FMAs inside the unrolled phase is left to the LLVM/ptxas
@@ -81,12 +86,19 @@ TM, TN = 16, 8  # outputs per thread: rows x columns, as 4 x 4 sub-blocks
 # (Triton 3.6, 4096^3: 3.48 ms against 3.69 ms for 4, whose pieces cost barriers there)
 COPY_STEPS = 1
 MULTIPLE_OF = (1, 1, 1)  # any M, N, K, as K12 (SGEMM_PLAIN)
-MAXNREG = 232  # fastest on the H200 (Triton 3.6, 4096^3): 3.477 ms against 3.481 with None or 255
+# the register cap (None: the compiler's choice). On the H200 (Triton 3.6, 4096^3, the defaults
+# below) 3.065 ms against 3.072 ms at 232
+MAXNREG = None
 # lanes of a warp along k in A's copy map (the rest along m). 16 is K12's map: a copy reads 64
 # contiguous bytes of two rows, and its 16 lanes along k write one column m of the unpadded As,
-# one bank: 16-way. 2 keeps the writes to 2-way (K12's count) for 8 contiguous bytes of 16 rows
-# per copy instruction: on the H200 (Triton 3.6, 4096^3) 3.298 ms against 3.477 ms for 16
-A_LANES_K = 2
+# one bank: 16-way. With r lanes along k a copy instruction touches 32 / r rows (L1 lines) and
+# writes r-way conflicted: on the H200 (Triton 3.6, 4096^3, B_STEP = 8) 3.065 ms at 4 (8 lines,
+# 4-way), 3.090 at 8, 3.105 at 2 (both copies at k-step 0: 3.248 at 4, 3.304 at 2, 3.489 at 16)
+A_LANES_K = 4
+# the k-step of a phase that issues B's copy (COPY_STEPS = 1; A's is at k-step 0): on the H200
+# (Triton 3.6, 4096^3, A_LANES_K = 4) 3.065 ms at 8, 3.116 at 12, 3.146 at 4, 3.248 at 0. Copies
+# into two allocations at two k-steps cost Triton 3.6 no barrier (slices of one would)
+B_STEP = 8
 NAME = "G12"
 
 # (row, column) offset added by each bit of the register index, the lane and the warp.
@@ -127,16 +139,17 @@ SUPPORTED = unsupported_reason() is None
 @gluon.jit
 def _phase(acc, a_cur, b_cur, a_nxt, b_nxt, a_tile, b_tile, a_src, b_src, koff, stride_ak, stride_bk,
            BK: gl.constexpr, BM: gl.constexpr, COPY_STEPS: gl.constexpr, A_PIECE: gl.constexpr,
-           ACC: gl.constexpr):
+           ACC: gl.constexpr, B_STEP: gl.constexpr):
     """One whole phase: multiply stage (a_cur, b_cur) while the K-tile from k = ``koff`` is
     copied into (a_nxt, b_nxt); one barrier at its last k-step."""
     a_t = a_cur.permute([1, 0])  # [BM, BK] view of As[k][m]
     for k in gl.static_range(BK):
         av = a_t.slice(k, 1, dim=1).load(ACC)  # [BM, 1]: As[k][rows of the thread], 4 x LDS.128
         bv = b_cur.slice(k, 1, dim=0).load(ACC)  # [1, BN]: Bs[k][its columns], 2 x LDS.128
-        if COPY_STEPS == 1:  # the whole K-tile at k-step 0: one copy per operand
+        if COPY_STEPS == 1:  # the whole K-tile: A's copy at k-step 0, B's at k-step B_STEP
             if k == 0:
                 async_copy(a_nxt, a_tile + koff * stride_ak)
+            if k == B_STEP:
                 async_copy(b_nxt, b_tile + koff * stride_bk)
                 _ac.commit_group()
         elif k < COPY_STEPS:  # K12's spread: copy c in k-step c % COPY_STEPS
@@ -172,7 +185,7 @@ def g12_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, COPY_STEPS: gl.constexpr,
-    A_LANES_K: gl.constexpr,
+    A_LANES_K: gl.constexpr, B_STEP: gl.constexpr,
 ):
     """C[M, N] = A[M, K] @ B[K, N] in FP32; one program computes one BM x BN tile of C."""
     gl.static_assert(gl.num_warps() == 8)
@@ -228,11 +241,11 @@ def g12_kernel(
     # phases 1 .. phases - 1, two per iteration: stage 0 then stage 1 (named, not indexed)
     for p in range(1, phases, 2):
         acc = _phase(acc, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, a_src, b_src, koff, stride_ak,
-                     stride_bk, BK, BM, COPY_STEPS, A_PIECE, ACC)
+                     stride_bk, BK, BM, COPY_STEPS, A_PIECE, ACC, B_STEP)
         koff += BK
         if p + 1 < phases:
             acc = _phase(acc, a_s1, b_s1, a_s0, b_s0, a_tile, b_tile, a_src, b_src, koff, stride_ak,
-                         stride_bk, BK, BM, COPY_STEPS, A_PIECE, ACC)
+                         stride_bk, BK, BM, COPY_STEPS, A_PIECE, ACC, B_STEP)
             koff += BK
     # the last phase reads the stage its tile was copied into: 0 for an odd number of phases
     if phases % 2 == 1:
@@ -250,7 +263,7 @@ def matmul(a, b, out=None):
     """``out = a @ b`` (FP32, row-major or any strides) with K12's tile and lane map; returns out."""
     return gc.launch(g12_kernel, a, b, out, name=NAME, why=unsupported_reason(), multiple_of=MULTIPLE_OF,
                      tile=(BM, BN, BK), num_warps=NUM_WARPS, maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS,
-                     A_LANES_K=A_LANES_K)
+                     A_LANES_K=A_LANES_K, B_STEP=B_STEP)
 
 
 def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
@@ -258,4 +271,5 @@ def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
     other than 1 refused: writes its two stages itself)."""
     return gc.aot_spec(g12_kernel, num_stages, shape, name=NAME, why=unsupported_reason(),
                        refusal="writes its two stages itself", tile=(BM, BN, BK), num_warps=NUM_WARPS,
-                       maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS, A_LANES_K=A_LANES_K)
+                       maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS, A_LANES_K=A_LANES_K,
+                       B_STEP=B_STEP)
