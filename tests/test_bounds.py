@@ -307,12 +307,6 @@ def test_seed_replay_unchanged_and_loo_keeps_the_seed_rows(tmp_path):
     assert math.isclose(sm["p_ldg"], p.p_ldg) and math.isclose(sm["p_dist"], p.p_dist)
 
 
-# Where the reference run misses the goals: G12 runs K12's instruction mix at 0.76x its speed, and
-# the model reads no count that prices what it loses (its 16-way conflicted cp.async stores to A do
-# not bind on the shared-memory pipe: docs/bounds.md#results). It is predicted faster than it runs.
-MISSES = {"G12"}
-
-
 def _goal_split(reference):
     p = reference.predictions.set_index("kernel")
     uncoal = {k.id for k in bounds.registry.request_ledger_kernels()
@@ -320,23 +314,19 @@ def _goal_split(reference):
     return p, uncoal
 
 
-@pytest.mark.xfail(strict=True, reason="H200 reference run: G12 outside +-10% (MISSES)")
 def test_reference_run_meets_its_goals(reference):
     p, uncoal = _goal_split(reference)
     rest = p[~p.index.isin(uncoal)]
     assert (rest["error_pct"].abs() <= 10).all(), rest["error_pct"][rest["error_pct"].abs() > 10].to_dict()
-    assert reference.loo["error_pct"].abs().mean() <= 5
-
-
-def test_reference_run_misses_only_where_a_wait_is_unread(reference):
-    p, uncoal = _goal_split(reference)
-    rest = p[~p.index.isin(uncoal | MISSES)]
-    assert (rest["error_pct"].abs() <= 10).all(), rest["error_pct"][rest["error_pct"].abs() > 10].to_dict()
     assert (p[p.index.isin(uncoal)]["error_pct"].abs() <= 15).all()
-    # the misses run slower than every term allows: time the counts do not see, not a term too large
-    assert (p.loc[sorted(MISSES), "error_pct"] < -10).all()
-    assert set(p.index[p["error_pct"].abs() > 10]) - uncoal == MISSES
     assert reference.loo["error_pct"].abs().mean() <= 5  # the leave-one-out goal holds
+    # G12, the worst: K12's instruction mix at 0.87x its speed, predicted faster than it runs (its
+    # copy bursts, which the counts do not see, cost it more than K12's spread copies)
+    assert p["error_pct"].abs().idxmax() == "G12" and -10 < p.at["G12", "error_pct"] < 0
+
+
+def test_reference_run_names_what_binds_k3_and_t3p(reference):
+    p, _ = _goal_split(reference)
     # K3 and T3p: 1.5 load wavefronts per warp FMA each (ncu), both shared-memory bound; K3 waits on
     # its loads, but its 64 resident warps are 2 blocks of 32: the other block's wavefronts cover it
     assert p.at["K3", "bound"] == p.at["T3p", "bound"] == "smem"
