@@ -282,11 +282,6 @@ static_assert(KD_SK_BN <= 256 && KD_SK_LDA <= 256, "a tensor copy's box is at mo
 static_assert((KD_SK_LDA / 4) % 2 == 1, "A rows an odd number of 16-byte units apart: distinct bank groups");
 
 __device__ __forceinline__ float4 kd_f4(const float *v) { return make_float4(v[0], v[1], v[2], v[3]); }
-__device__ __forceinline__ void kd_lds4(float *v, uint32_t addr) {
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
-                 : "r"(addr));
-}
 
 // A tile of C is BM = 4 * TM rows by BN = 64 * SK_WARPS columns; a warp owns 64 of them, lane
 // (rg, cg) = (lane % 4, lane / 4) the rows rg, rg + 4, ... (TM of them) and the columns
@@ -387,6 +382,7 @@ __device__ __forceinline__ void kd_tile_end(float (&acc)[TM][8], int t, bool til
         for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
 }
 
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // tma.cuh's helpers: the tiled path only
 // One stage's FMAs: As of the stage at a_lds (the thread's row rg), Bs at b_lds (its columns).
 template <int TM>
 __device__ __forceinline__ void kd_stage_fma(float (&acc)[TM][8], uint32_t a_lds, uint32_t b_lds) {
@@ -395,12 +391,12 @@ __device__ __forceinline__ void kd_stage_fma(float (&acc)[TM][8], uint32_t a_lds
     for (int k4 = 0; k4 < BK / 4; ++k4) {
         float a[TM][4];
 #pragma unroll
-        for (int i = 0; i < TM; ++i) kd_lds4(a[i], a_lds + 4 * (4 * i * LDA + 4 * k4));
+        for (int i = 0; i < TM; ++i) tma_lds4(a[i], a_lds + 4 * (4 * i * LDA + 4 * k4));
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
             float bv[8];
-            kd_lds4(bv, b_lds + 4 * ((4 * k4 + kk) * BN));
-            kd_lds4(bv + 4, b_lds + 4 * ((4 * k4 + kk) * BN + 32));
+            tma_lds4(bv, b_lds + 4 * ((4 * k4 + kk) * BN));
+            tma_lds4(bv + 4, b_lds + 4 * ((4 * k4 + kk) * BN + 32));
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
@@ -408,6 +404,7 @@ __device__ __forceinline__ void kd_stage_fma(float (&acc)[TM][8], uint32_t a_lds
         }
     }
 }
+#endif
 
 template <int TM>
 __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, float beta, float *__restrict__ C,
@@ -554,7 +551,10 @@ void launch_kd_gemv(int M, int N, int K, float alpha, const float *A, const floa
     const int bm = 4 << v;
     // SGEMM_KD_TILED=0 in the environment keeps every M on the streaming path (the tests check
     // that path at M >= 9 on a device that would tile).
-    static const bool tiled = KD_SK && !(getenv("SGEMM_KD_TILED") && getenv("SGEMM_KD_TILED")[0] == '0');
+    static const bool tiled = [] {
+        const char *e = getenv("SGEMM_KD_TILED");
+        return KD_SK && !(e && e[0] == '0');
+    }();
     const TmaEncode encode = tiled && M >= KD_SK_MIN_M && w.major >= 9 ? tma_encoder() : nullptr;
     CUtensorMap map_a, map_b;
     if (encode && tma_map(encode, &map_a, A, M, K, bm, KD_SK_LDA) &&
