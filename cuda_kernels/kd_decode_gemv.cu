@@ -21,19 +21,21 @@
 //
 // The tiled path (M >= SK_MIN_M on sm_90, where the driver encodes tensor maps: kd_gemv_sk_m16,
 // kd_gemv_sk_m32; kd_gemv_sk_m4 and kd_gemv_sk_m8 serve M <= 8 when SK_MIN_M is set that low): a
-// tile of C is BM = 16 or 32 rows by BN = 64 * SK_WARPS columns (larger M takes several row tiles
-// of 32), B and A streamed through shared memory in SK_STAGES stages of SK_BK values of k by
+// tile of C is BM = 16 or 32 rows by BN = 8 * SK_TN * SK_WARPS columns (larger M takes several row
+// tiles of 32), B and A streamed through shared memory in SK_STAGES stages of SK_BK values of k by
 // tensor copies, the row tiles of one column slab adjacent, so B is re-read from L2. The warps
-// are specialised: a producer warp issues the copies, SK_WARPS consumer warps multiply (a lane
-// BM / 4 rows x 8 columns from LDS.128 of A, 4 rows a warp, and of B, 128 contiguous bytes a
-// warp). The work, (tile, stage of K) units, is cut evenly over SK_BLOCKS_PER_SM blocks per SM
+// are specialised: a producer warp group (lane 0 of its first warp issues the copies; setmaxnreg
+// hands the group's registers to the consumers, SK_PRODUCER_REGS and SK_REGS each), SK_WARPS
+// consumer warps multiply (a lane BM / 4 rows x 8 columns from LDS.128 of A, 4 rows a warp, and
+// of B, 128 contiguous bytes a warp). The work, (tile, stage of K) units, is cut evenly over SK_BLOCKS_PER_SM blocks per SM
 // (stream-K: no wave quantisation); a tile a block covers whole is stored, a part of one goes to
 // a workspace slot and the tile's last block (an integer ticket) adds the parts in the order of
 // K, every slot's loads in flight together.
 //
 // No float atomics anywhere: the result is the same bit for bit from run to run.
 // Parameters (-D overrides): M1_TX, M1_TG, M1_UNROLL, TX, TG, UNROLL, MT_MAX, BLOCKS_PER_SM,
-// MAX_SPLITS; SK, SK_MIN_M, SK_WARPS, SK_BK, SK_STAGES, SK_BLOCKS_PER_SM, SK_MIN_KTILES.
+// MAX_SPLITS; SK, SK_MIN_M, SK_WARPS, SK_BK, SK_STAGES, SK_BLOCKS_PER_SM, SK_MIN_KTILES, SK_LR,
+// SK_TN, SK_PRODUCER_WARPS, SK_PRODUCER_REGS, SK_REGS, SK_MIN_BLOCKS.
 // Defaults, from probes on the H200 at decode N = 18944, K = 3584 (L2 flushed, CUDA events):
 // M = 1 keeps TX = 8, TG = 16, UNROLL = 4, the best of an earlier sweep of 135 variants (first
 // probe run: 72.4 us, where a plain streaming read of B's 271.6 MB took 71.7 us); M = 2 .. 8
@@ -46,7 +48,16 @@
 // divergent loop that made them uniform; A by cp.async) with one __syncthreads a stage took 132.0;
 // M = 16 81.0 against 135.5, M = 64 204.4 against 222.6 (probe run 2026-12-01). Double-buffering
 // the consumers' fragments across k (215 registers: one block per SM; capped at 200 for two, it
-// spills) was slower: 124.5 us at M = 32.
+// spills) was slower: 124.5 us at M = 32. A producer warp group whose registers go to the
+// consumers (24 / 232, SK_PRODUCER_WARPS = 4) in place of one producer warp (the consumers then
+// at 168): M = 32 109.5 us against 113.2, 108.9 against 111.5 and 109.8 against 112.6 in three
+// probe runs of 2026-12-01 (M = 16 alike: 80.0 - 81.3 against 80.1 - 81.9). Slower, in the same
+// runs: 16 columns a lane (8 x 16, a 32 x 128 warp tile: 132 - 138 us, its partial tiles 4x the
+// bytes), 2 lane rows (16 x 8 a lane: 124 - 131 us), A transposed into As[k][m] by the producer
+// warps' 4-byte cp.async (the consumers' loop alone 90.6 us against 94.5, dispatch stalls 0.18
+// against 0.34 per issue, but 134 - 230 us whole), and the tile ends handed to producer warps 1-3
+// (128.8 us). The consumers' FMAs alone (no copies, no sums of parts) take 94.5 us at M = 32, at
+// 1.98 GHz; the whole kernel runs at 1.89 GHz (ncu), the clock the GPU holds while it streams B.
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
 #include "common.cuh"
 #include "tma.cuh"  // tensor copies, mbarriers and the tensor-map encoder (the tiled path)
@@ -235,10 +246,11 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 
 // ---------------------------------------------------------------------------------------------
 // The tiled path (M >= SK_MIN_M, on sm_90 where the driver encodes tensor maps): a few rows of C
-// against a wide slab of B, B streamed through shared memory in WS_STAGES stages so that many of
+// against a wide slab of B, B streamed through shared memory in SK_STAGES stages so that many of
 // its bytes are in flight while the FMAs of an earlier stage run. Warp-specialised: a producer
-// warp whose lane 0 issues two tensor copies a stage (A's BM x (BK + 4) box and B's BK x BN box,
-// from block-uniform coordinates: one instruction each, no per-thread address), and SK_WARPS
+// warp (group) whose lane 0 issues the tensor copies of a stage (A's BM x (BK + 4) box and B's
+// BK x BN, in boxes of at most 256 columns, from block-uniform coordinates: one instruction each,
+// no per-thread address), and SK_WARPS
 // consumer warps that only multiply and release the stage (an mbarrier each way), synchronising
 // among themselves only at a tile's end (a named barrier): the producer keeps copying through the
 // epilogue. The copy engine zero-fills past M, N and K, so every stage takes the same path.
@@ -266,28 +278,67 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 #define KD_SK_BLOCKS_PER_SM 2  // the grid: this many blocks per SM (fewer where they do not fit)
 #endif
 
+#ifndef KD_SK_LR
+#define KD_SK_LR 4  // lane rows of a consumer warp (the rows of a lane LR apart); 32 / LR lane columns
+#endif
+#ifndef KD_SK_TN
+#define KD_SK_TN 8  // columns of C per consumer lane, 4-column sub-blocks 4 * LC apart
+#endif
+#ifndef KD_SK_PRODUCER_WARPS
+#define KD_SK_PRODUCER_WARPS 4  // 1, or 4: a warp group, whose registers setmaxnreg can hand over
+#endif
+#ifndef KD_SK_PRODUCER_REGS
+#define KD_SK_PRODUCER_REGS 24  // registers of a producer thread after setmaxnreg
+#endif
+#ifndef KD_SK_REGS
+#define KD_SK_REGS 232  // registers of a consumer thread after setmaxnreg (sm_90a); 0: no setmaxnreg
+#endif
+#ifndef KD_SK_MIN_BLOCKS
+#define KD_SK_MIN_BLOCKS KD_SK_BLOCKS_PER_SM  // __launch_bounds__'s blocks per SM, where setmaxnreg is built
+#endif
+// ptxas fits the kernel to MIN_BLOCKS blocks per SM only where setmaxnreg then gives the consumers
+// their registers back (sm_90a); elsewhere one block, so that the consumers do not spill.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !KD_SK_REGS
+#define KD_SK_BOUND_BLOCKS KD_SK_MIN_BLOCKS
+#else
+#define KD_SK_BOUND_BLOCKS 1
+#endif
+
 #define KD_SK_CONSUMERS (32 * KD_SK_WARPS)
-#define KD_SK_THREADS (32 + KD_SK_CONSUMERS)  // the producer warp first
-#define KD_SK_BN (64 * KD_SK_WARPS)
+#define KD_SK_PRODUCERS (32 * KD_SK_PRODUCER_WARPS)
+#define KD_SK_THREADS (KD_SK_PRODUCERS + KD_SK_CONSUMERS)  // the producer warp(s) first
+#define KD_SK_LC (32 / KD_SK_LR)              // lane columns of a consumer warp
+#define KD_SK_WN (KD_SK_LC * KD_SK_TN)        // columns of a warp
+#define KD_SK_BN (KD_SK_WN * KD_SK_WARPS)
+#define KD_SK_BW (KD_SK_BN < 256 ? KD_SK_BN : 256)  // B's box: BK x BW, BN / BW of them a stage
 #define KD_SK_LDA (KD_SK_BK + 4)  // As row length (floats): rows r .. r + 3 on distinct banks
-#define KD_SK_A_BOX(tm) ((4 * (tm)) * KD_SK_LDA * 4)             // bytes of a stage's A
-#define KD_SK_A_BYTES(tm) ((KD_SK_A_BOX(tm) + 127) / 128 * 128)  // its room: B lands 128-byte aligned
-#define KD_SK_STAGE_BYTES(tm) (KD_SK_A_BYTES(tm) + KD_SK_BK * KD_SK_BN * 4)
-// Bytes of dynamic shared memory of the kernel of TM rows per thread (BM = 4 * TM).
-#define KD_SK_SMEM(tm) (KD_SK_STAGES * KD_SK_STAGE_BYTES(tm) + 16 * KD_SK_STAGES + 128)  // + barriers, alignment
+#define KD_SK_A_BOX(bm) ((bm) * KD_SK_LDA * 4)                   // bytes of a stage's A
+#define KD_SK_A_BYTES(bm) ((KD_SK_A_BOX(bm) + 127) / 128 * 128)  // its room: B lands 128-byte aligned
+#define KD_SK_STAGE_BYTES(bm) (KD_SK_A_BYTES(bm) + KD_SK_BK * KD_SK_BN * 4)
+// Bytes of dynamic shared memory of the kernel of BM rows.
+#define KD_SK_SMEM(bm) (KD_SK_STAGES * KD_SK_STAGE_BYTES(bm) + 16 * KD_SK_STAGES + 128)  // + barriers, alignment
 
 static_assert(KD_SK_BK % 4 == 0 && KD_SK_BK >= 4, "whole float4 of k per stage");
 static_assert(KD_SK_STAGES >= 2, "at least two stages");
-static_assert(KD_SK_BN <= 256 && KD_SK_LDA <= 256, "a tensor copy's box is at most 256 elements a side");
+static_assert(KD_SK_TN % 4 == 0 && KD_SK_TN >= 4 && KD_SK_TN <= 32, "whole 4-column sub-blocks");
+static_assert(KD_SK_BN % KD_SK_BW == 0 && KD_SK_BW % KD_SK_WN == 0 && KD_SK_LDA <= 256,
+              "a tensor copy's box is at most 256 elements a side, and holds whole warps' columns");
 static_assert((KD_SK_LDA / 4) % 2 == 1, "A rows an odd number of 16-byte units apart: distinct bank groups");
+static_assert(KD_SK_LR == 2 || KD_SK_LR == 4, "2 or 4 lane rows: the row tiles 4 .. 32 hold whole lanes");
+static_assert(KD_SK_SMEM(32) <= 227 * 1024, "the stages fit in shared memory");
+static_assert(KD_SK_REGS == 0 || (KD_SK_PRODUCER_WARPS == 4 && KD_SK_WARPS % 4 == 0 && KD_SK_REGS % 8 == 0 &&
+                                  KD_SK_REGS <= 256 &&
+                                  KD_SK_MIN_BLOCKS * (KD_SK_PRODUCERS * KD_SK_PRODUCER_REGS +
+                                                      KD_SK_CONSUMERS * KD_SK_REGS) <= 65536),
+              "setmaxnreg: whole warp groups, multiples of 8 up to 256, the blocks' registers in the file");
 
 __device__ __forceinline__ float4 kd_f4(const float *v) { return make_float4(v[0], v[1], v[2], v[3]); }
 
-// A tile of C is BM = 4 * TM rows by BN = 64 * SK_WARPS columns; a warp owns 64 of them, lane
-// (rg, cg) = (lane % 4, lane / 4) the rows rg, rg + 4, ... (TM of them) and the columns
-// 4 cg .. 4 cg + 3 and 32 + 4 cg .. 32 + 4 cg + 3 of the warp's 64: per 4 values of k, TM LDS.128
-// of A (As[m][k], four distinct rows a warp, one wavefront) and 8 LDS.128 of B (eight distinct
-// float4 a warp, 128 contiguous bytes) feed 32 TM FFMA. The work is the list of units (tile,
+// A tile of C is BM = LR * TM rows by BN = WN * SK_WARPS columns; a warp owns WN = LC * TN of them,
+// lane (rg, cg) = (lane % LR, lane / LR) the rows rg, rg + LR, ... (TM of them) and the columns
+// 4 cg + 4 LC h .. + 3 (h < TN / 4) of the warp's WN. The default (LR = 4, TN = 8): per 4 values of
+// k, TM LDS.128 of A (As[m][k], four distinct rows a warp, one wavefront) and 8 LDS.128 of B (eight
+// distinct float4 a warp, 128 contiguous bytes) feed 32 TM FFMA. The work is the list of units (tile,
 // stage of K), the row tiles of one column slab adjacent; block b of G takes units
 // U b / G .. U (b + 1) / G - 1, the same share of B for every block (no wave quantisation), one
 // continuous pipeline across the tiles it touches. A tile the block covers whole is stored; a
@@ -313,22 +364,22 @@ struct KdUnits {
 __device__ __forceinline__ void kd_consumers_sync() {
     asm volatile("bar.sync 1, %0;\n" ::"n"(KD_SK_CONSUMERS) : "memory");
 }
-template <int TM>
-__device__ __forceinline__ void kd_tile_end(float (&acc)[TM][8], int t, bool tile_done, const KdUnits &u, int M,
+template <int BM, int TM = BM / KD_SK_LR>
+__device__ __forceinline__ void kd_tile_end(float (&acc)[TM][KD_SK_TN], int t, bool tile_done, const KdUnits &u, int M,
                                             int N, float alpha, float beta, float *__restrict__ C,
                                             float *__restrict__ ws, unsigned *__restrict__ tickets, int tid,
                                             int warp, int rg, int cg, bool *last) {
     constexpr int T = KD_SK_CONSUMERS;
-    constexpr int BM = 4 * TM, BN = KD_SK_BN;
+    constexpr int BN = KD_SK_BN, H = KD_SK_TN / 4, LC = KD_SK_LC;
     const long long t_begin = (long long)t * u.KT, t_end = t_begin + u.KT;
-    const int row0 = (t % u.m_tiles) * BM, col0 = (t / u.m_tiles) * BN + warp * 64 + 4 * cg;
+    const int row0 = (t % u.m_tiles) * BM, col0 = (t / u.m_tiles) * BN + warp * KD_SK_WN + 4 * cg;
     auto store = [&]() {
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
-            const int row = row0 + rg + 4 * i;
+            const int row = row0 + rg + KD_SK_LR * i;
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int col = col0 + 32 * h;
+            for (int h = 0; h < H; ++h) {
+                const int col = col0 + 4 * LC * h;
                 if (row < M && col < N) sgemm_store4(C, (size_t)row * N + col, alpha, kd_f4(acc[i] + 4 * h), beta);
             }
         }
@@ -343,7 +394,7 @@ __device__ __forceinline__ void kd_tile_end(float (&acc)[TM][8], int t, bool til
 #pragma unroll
         for (int i = 0; i < TM; ++i)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) __stcg(slot + (2 * i + h) * T + tid, kd_f4(acc[i] + 4 * h));
+            for (int h = 0; h < H; ++h) __stcg(slot + (H * i + h) * T + tid, kd_f4(acc[i] + 4 * h));
         const long long first = u.block_of(t_begin), final_ = u.block_of(t_end - 1);
         __threadfence();  // this block's part is visible before its ticket is
         kd_consumers_sync();
@@ -356,7 +407,7 @@ __device__ __forceinline__ void kd_tile_end(float (&acc)[TM][8], int t, bool til
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+                for (int j = 0; j < KD_SK_TN; ++j) acc[i][j] = 0.0f;
 #pragma unroll 2
             for (long long p = first; p <= final_; ++p) {
                 const long long sl = 2 * p + (u.start_of(p) / u.KT == t ? 0 : 1);
@@ -364,8 +415,8 @@ __device__ __forceinline__ void kd_tile_end(float (&acc)[TM][8], int t, bool til
 #pragma unroll
                 for (int i = 0; i < TM; ++i)
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const float4 v = __ldcg(src + (2 * i + h) * T);
+                    for (int h = 0; h < H; ++h) {
+                        const float4 v = __ldcg(src + (H * i + h) * T);
                         acc[i][4 * h] += v.x;
                         acc[i][4 * h + 1] += v.y;
                         acc[i][4 * h + 2] += v.z;
@@ -379,40 +430,42 @@ __device__ __forceinline__ void kd_tile_end(float (&acc)[TM][8], int t, bool til
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+        for (int j = 0; j < KD_SK_TN; ++j) acc[i][j] = 0.0f;
 }
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // tma.cuh's helpers: the tiled path only
+
 // One stage's FMAs: As of the stage at a_lds (the thread's row rg), Bs at b_lds (its columns).
 template <int TM>
-__device__ __forceinline__ void kd_stage_fma(float (&acc)[TM][8], uint32_t a_lds, uint32_t b_lds) {
-    constexpr int BN = KD_SK_BN, BK = KD_SK_BK, LDA = KD_SK_LDA;
+__device__ __forceinline__ void kd_stage_fma(float (&acc)[TM][KD_SK_TN], uint32_t a_lds, uint32_t b_lds) {
+    constexpr int BW = KD_SK_BW, BK = KD_SK_BK, LDA = KD_SK_LDA, TN = KD_SK_TN, LR = KD_SK_LR, LC = KD_SK_LC;
 #pragma unroll
     for (int k4 = 0; k4 < BK / 4; ++k4) {
         float a[TM][4];
 #pragma unroll
-        for (int i = 0; i < TM; ++i) tma_lds4(a[i], a_lds + 4 * (4 * i * LDA + 4 * k4));
+        for (int i = 0; i < TM; ++i) tma_lds4(a[i], a_lds + 4 * (LR * i * LDA + 4 * k4));
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-            float bv[8];
-            tma_lds4(bv, b_lds + 4 * ((4 * k4 + kk) * BN));
-            tma_lds4(bv + 4, b_lds + 4 * ((4 * k4 + kk) * BN + 32));
+            float bv[TN];
+#pragma unroll
+            for (int h = 0; h < TN / 4; ++h) tma_lds4(bv + 4 * h, b_lds + 4 * ((4 * k4 + kk) * BW + 4 * LC * h));
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i][kk], bv[j], acc[i][j]);
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i][kk], bv[j], acc[i][j]);
         }
     }
 }
 #endif
 
-template <int TM>
-__device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, float beta, float *__restrict__ C,
+template <int BM>
+__device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, const float *__restrict__ A, float beta,
+                                           float *__restrict__ C,
                                            float *__restrict__ ws, unsigned *__restrict__ tickets,
                                            const CUtensorMap *map_a, const CUtensorMap *map_b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int BM = 4 * TM, BN = KD_SK_BN, BK = KD_SK_BK, S = KD_SK_STAGES;
-    constexpr int LDA = KD_SK_LDA, A_BYTES = KD_SK_A_BYTES(TM), STAGE_BYTES = KD_SK_STAGE_BYTES(TM);
+    constexpr int TM = BM / KD_SK_LR, BN = KD_SK_BN, BW = KD_SK_BW, BK = KD_SK_BK, S = KD_SK_STAGES;
+    constexpr int LDA = KD_SK_LDA, A_BYTES = KD_SK_A_BYTES(BM), STAGE_BYTES = KD_SK_STAGE_BYTES(BM);
     extern __shared__ __align__(128) unsigned char kd_sk_smem[];
     __shared__ bool kd_sk_last;
     const uint32_t base = (tma_saddr(kd_sk_smem) + 127) & ~uint32_t(127);
@@ -429,7 +482,10 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
     }
     __syncthreads();
 
-    if (threadIdx.x < 32) {
+    if (threadIdx.x < KD_SK_PRODUCERS) {
+#if KD_SK_REGS && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(KD_SK_PRODUCER_REGS));
+#endif
         // ---- the producer, lane 0 alone: unit n into stage n % S, once its last use is released
         if (threadIdx.x == 0) {
             int t = (int)(u.u0 / u.KT), kt = (int)(u.u0 % u.KT);
@@ -437,9 +493,12 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
                 const int s = n % S;
                 const uint32_t stage = base + s * STAGE_BYTES;
                 if (n >= S) mbar_try_wait(empty + 8 * s, ((n / S) - 1) & 1);
-                mbar_expect(full + 8 * s, KD_SK_A_BOX(TM) + BK * BN * 4);
+                mbar_expect(full + 8 * s, KD_SK_A_BOX(BM) + BK * BN * 4);
                 tma_load_2d(stage, map_a, kt * BK, (t % u.m_tiles) * BM, full + 8 * s);
-                tma_load_2d(stage + A_BYTES, map_b, (t / u.m_tiles) * BN, kt * BK, full + 8 * s);
+#pragma unroll
+                for (int j = 0; j < BN / BW; ++j)
+                    tma_load_2d(stage + A_BYTES + j * (BK * BW * 4), map_b, (t / u.m_tiles) * BN + j * BW, kt * BK,
+                                full + 8 * s);
                 if (++kt == u.KT) kt = 0, ++t;
             }
         }
@@ -447,16 +506,21 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
     }
 
     // ---- the consumers
-    const int tid = threadIdx.x - 32, lane = tid % 32, warp = tid / 32;
-    const int rg = lane % 4, cg = lane / 4;
-    float acc[TM][8];
+#if KD_SK_REGS && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(KD_SK_REGS));
+#endif
+    const int tid = threadIdx.x - KD_SK_PRODUCERS, lane = tid % 32, warp = tid / 32;
+    const int rg = lane % KD_SK_LR, cg = lane / KD_SK_LR;
+    float acc[TM][KD_SK_TN];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+        for (int j = 0; j < KD_SK_TN; ++j) acc[i][j] = 0.0f;
     int ct = (int)(u.u0 / u.KT), ck = (int)(u.u0 % u.KT);
     const uint32_t a_lds0 = base + 4 * (rg * LDA);
-    const uint32_t b_lds0 = base + A_BYTES + 4 * (warp * 64 + 4 * cg);
+    // the warp's columns lie in box (warp WN) / BW, at (warp WN) % BW
+    const uint32_t b_lds0 =
+        base + A_BYTES + 4 * ((warp * KD_SK_WN) / BW * (BK * BW) + (warp * KD_SK_WN) % BW + 4 * cg);
     for (int n = 0; n < n_units; ++n) {
         const int s = n % S;
         mbar_wait(full + 8 * s, (n / S) & 1);
@@ -468,7 +532,7 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
         const bool tile_done = ck + 1 == u.KT;
         if (++ck == u.KT) ck = 0, ++ct;
         if (!tile_done && n + 1 != n_units) continue;  // the same in every consumer
-        kd_tile_end<TM>(acc, t, tile_done, u, M, N, alpha, beta, C, ws, tickets, tid, warp, rg, cg, &kd_sk_last);
+        kd_tile_end<BM>(acc, t, tile_done, u, M, N, alpha, beta, C, ws, tickets, tid, warp, rg, cg, &kd_sk_last);
     }
 #endif
 }
@@ -488,16 +552,16 @@ KD_KERNEL(kd_gemv_m16, 16)
 KD_KERNEL(kd_gemv_m32, 32)
 
 // The tiled path, one kernel per row tile BM = 4 * TM.
-#define KD_SK_KERNEL(name, tm)                                                                    \
-    extern "C" __global__ void __launch_bounds__(KD_SK_THREADS)                                    \
+#define KD_SK_KERNEL(name, bm)                                                                    \
+    extern "C" __global__ void __launch_bounds__(KD_SK_THREADS, KD_SK_BOUND_BLOCKS)                \
         name(SGEMM_KERNEL_PARAMS, float *__restrict__ ws, unsigned *__restrict__ tickets,          \
              const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b) { \
-        kd_sk_body<tm>(M, N, K, alpha, beta, C, ws, tickets, &map_a, &map_b);                      \
+        kd_sk_body<bm>(M, N, K, alpha, A, beta, C, ws, tickets, &map_a, &map_b);                      \
     }
-KD_SK_KERNEL(kd_gemv_sk_m4, 1)
-KD_SK_KERNEL(kd_gemv_sk_m8, 2)
-KD_SK_KERNEL(kd_gemv_sk_m16, 4)
-KD_SK_KERNEL(kd_gemv_sk_m32, 8)
+KD_SK_KERNEL(kd_gemv_sk_m4, 4)
+KD_SK_KERNEL(kd_gemv_sk_m8, 8)
+KD_SK_KERNEL(kd_gemv_sk_m16, 16)
+KD_SK_KERNEL(kd_gemv_sk_m32, 32)
 
 // The splits of K for an M x N x K product on a GPU of `sms` SMs: enough blocks to give every
 // SM BLOCKS_PER_SM of them, at least one staged chunk of A (ch float4 of k) per split, at most
@@ -558,10 +622,10 @@ void launch_kd_gemv(int M, int N, int K, float alpha, const float *A, const floa
     const TmaEncode encode = tiled && M >= KD_SK_MIN_M && w.major >= 9 ? tma_encoder() : nullptr;
     CUtensorMap map_a, map_b;
     if (encode && tma_map(encode, &map_a, A, M, K, bm, KD_SK_LDA) &&
-        tma_map(encode, &map_b, B, K, N, KD_SK_BK, KD_SK_BN)) {
+        tma_map(encode, &map_b, B, K, N, KD_SK_BK, KD_SK_BW)) {
         void (*const kernels[4])(SGEMM_KERNEL_PARAMS, float *, unsigned *, const CUtensorMap, const CUtensorMap) = {
             kd_gemv_sk_m4, kd_gemv_sk_m8, kd_gemv_sk_m16, kd_gemv_sk_m32};
-        const int smem[4] = {KD_SK_SMEM(1), KD_SK_SMEM(2), KD_SK_SMEM(4), KD_SK_SMEM(8)};
+        const int smem[4] = {KD_SK_SMEM(4), KD_SK_SMEM(8), KD_SK_SMEM(16), KD_SK_SMEM(32)};
         if (!w.sk_blocks[v]) {
             cudaFuncSetAttribute(kernels[v], cudaFuncAttributeMaxDynamicSharedMemorySize, smem[v]);
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&w.sk_blocks[v], kernels[v], KD_SK_THREADS, smem[v]);
