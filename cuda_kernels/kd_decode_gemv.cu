@@ -58,6 +58,12 @@
 // against 0.34 per issue, but 134 - 230 us whole), and the tile ends handed to producer warps 1-3
 // (128.8 us). The consumers' FMAs alone (no copies, no sums of parts) take 94.5 us at M = 32, at
 // 1.98 GHz; the whole kernel runs at 1.89 GHz (ncu), the clock the GPU holds while it streams B.
+// Where the rest of M = 32's time goes (the default with parts of it left out, one probe run):
+// 111.1 us whole, 104.6 without the last block's sum of a tile's parts, 103.7 without tickets
+// (the parts stored to slots, not summed), 101.0 with every part stored straight to C, 94.9
+// without copies either. Slower or no better: two consumer warps along K (half the columns a
+// tile, half the bytes a part: 119.3 us), B's copies with the L2 policy evict_first (109.5
+// against 109.6), __threadfence in every thread in place of kd_ticket's fences (no difference).
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
 #include "common.cuh"
 #include "tma.cuh"  // tensor copies, mbarriers and the tensor-map encoder (the tiled path)
@@ -102,6 +108,21 @@ static_assert(KD_MT_MAX >= 1 && KD_MT_MAX <= 32 && (KD_MT_MAX & (KD_MT_MAX - 1))
               "MT_MAX a power of two up to 32");
 
 #define KD_PARAMS SGEMM_KERNEL_PARAMS, int splits, float *__restrict__ ws, unsigned *__restrict__ tickets
+
+// The ticket of a tile whose parts are summed by the block that brings the last one: one thread
+// of the block takes it after a barrier that follows the block's stores of its part, and the
+// block's loads of the other parts follow a barrier after it. The release fence before the count
+// makes the block's part (ordered before it by the barrier) visible before the count is; the
+// acquire fence after it, the other blocks' parts before this block loads them: a release /
+// acquire pair at GPU scope in one thread, where __threadfence in every thread would be a
+// sequentially consistent fence (fence.sc.gpu) each. True for the block that brings part
+// `last` + 1 of them.
+__device__ __forceinline__ bool kd_ticket(unsigned *ticket, unsigned last) {
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    const bool is_last = atomicAdd(ticket, 1u) == last;
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+    return is_last;
+}
 
 template <int MT, int TX, int TG, int UNROLL>
 __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const float *__restrict__ A,
@@ -221,12 +242,10 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
     }
     if (splits == 1) return;
     __shared__ bool kd_last;
-    __threadfence();  // this block's sums are visible before its ticket is
     __syncthreads();
-    if (threadIdx.x == 0) kd_last = atomicAdd(&tickets[tile], 1u) == (unsigned)splits - 1;
+    if (threadIdx.x == 0) kd_last = kd_ticket(&tickets[tile], (unsigned)splits - 1);
     __syncthreads();
     if (!kd_last) return;
-    __threadfence();
     for (int o = threadIdx.x; o < MT * TX; o += THREADS) {
         const int m = o / TX, x = o % TX;
         const int c = slab * BN + 4 * x;
@@ -396,14 +415,12 @@ __device__ __forceinline__ void kd_tile_end(float (&acc)[TM][KD_SK_TN], int t, b
 #pragma unroll
             for (int h = 0; h < H; ++h) __stcg(slot + (H * i + h) * T + tid, kd_f4(acc[i] + 4 * h));
         const long long first = u.block_of(t_begin), final_ = u.block_of(t_end - 1);
-        __threadfence();  // this block's part is visible before its ticket is
         kd_consumers_sync();
-        if (tid == 0) *last = atomicAdd(&tickets[t], 1u) == (unsigned)(final_ - first);
+        if (tid == 0) *last = kd_ticket(&tickets[t], (unsigned)(final_ - first));
         kd_consumers_sync();
         if (*last) {
             // acc (stored) becomes the sum over the slots, in the order of K; every load of a
             // slot is independent of the sum so far, so a slot's TM x 2 loads fly together.
-            __threadfence();
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
