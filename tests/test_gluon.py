@@ -206,6 +206,19 @@ def test_g12_launcher_takes_any_shape_and_refuses_before_launch():
     assert g12.async_copy.__name__ in ("async_load", "async_copy_global_to_shared")
 
 
+@pytest.mark.parametrize("attr, value, match", [("B_STEP", 16, "B_STEP = 16"), ("B_STEP", -1, "B_STEP = -1"),
+                                                 ("A_LANES_K", 3, "A_LANES_K = 3")])
+def test_g12_refuses_a_copy_schedule_it_would_get_wrong(attr, value, match, monkeypatch):
+    # BK = 16 k-steps a phase: a B_STEP of 16 names none of them, so B's tile would never be copied
+    g12 = _module("triton_kernels.g12_gluon")
+    monkeypatch.setattr(g12, attr, value)
+    with pytest.raises(ValueError, match=match):
+        g12.aot_spec()
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError, match=match):
+        g12.matmul(torch.ones(8, 8), torch.ones(8, 8))
+
+
 # ---------------------------------------------------------------------------------------------
 # SASS for sm_90, compiled ahead of time (CPU)
 

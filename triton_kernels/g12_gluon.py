@@ -259,8 +259,20 @@ def g12_kernel(
     gl.store(c_ptrs, acc, mask=(cm[:, None] < M) & (cn[None, :] < N))
 
 
+def _check_schedule() -> None:
+    """Refuses a copy schedule the kernel would get wrong: B's copy issued at k-step ``B_STEP`` of a
+    phase needs 0 <= B_STEP < BK (else no k-step issues it and B's tile is never copied), and A's
+    copy map needs ``A_LANES_K`` lanes along k dividing BK and the warp's 32 lanes."""
+    if COPY_STEPS == 1 and not 0 <= B_STEP < BK:
+        raise ValueError(f"G12: B_STEP = {B_STEP} is not a k-step of the phase (0 .. {BK - 1}): "
+                         "B's copy would never be issued")
+    if A_LANES_K < 1 or 32 % A_LANES_K or BK % A_LANES_K:
+        raise ValueError(f"G12: A_LANES_K = {A_LANES_K} does not divide 32 lanes and BK = {BK}")
+
+
 def matmul(a, b, out=None):
     """``out = a @ b`` (FP32, row-major or any strides) with K12's tile and lane map; returns out."""
+    _check_schedule()
     return gc.launch(g12_kernel, a, b, out, name=NAME, why=unsupported_reason(), multiple_of=MULTIPLE_OF,
                      tile=(BM, BN, BK), num_warps=NUM_WARPS, maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS,
                      A_LANES_K=A_LANES_K, B_STEP=B_STEP)
@@ -269,6 +281,7 @@ def matmul(a, b, out=None):
 def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
     """Kernel, representative arguments and options for ``aot.compile_sass_target`` (``num_stages``
     other than 1 refused: writes its two stages itself)."""
+    _check_schedule()
     return gc.aot_spec(g12_kernel, num_stages, shape, name=NAME, why=unsupported_reason(),
                        refusal="writes its two stages itself", tile=(BM, BN, BK), num_warps=NUM_WARPS,
                        maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS, A_LANES_K=A_LANES_K,
