@@ -27,10 +27,10 @@
 // are specialised: a producer warp group (lane 0 of its first warp issues the copies; setmaxnreg
 // hands the group's registers to the consumers, SK_PRODUCER_REGS and SK_REGS each), SK_WARPS
 // consumer warps multiply (a lane BM / 4 rows x 8 columns from LDS.128 of A, 4 rows a warp, and
-// of B, 128 contiguous bytes a warp). The work, (tile, stage of K) units, is cut evenly over SK_BLOCKS_PER_SM blocks per SM
-// (stream-K: no wave quantisation); a tile a block covers whole is stored, a part of one goes to
-// a workspace slot and the tile's last block (an integer ticket) adds the parts in the order of
-// K, every slot's loads in flight together.
+// of B, 128 contiguous bytes a warp). The work, (tile, stage of K) units, is cut evenly over
+// SK_BLOCKS_PER_SM blocks per SM (stream-K: no wave quantisation); a tile a block covers whole is
+// stored, a part of one goes to a workspace slot and the tile's last block (an integer ticket)
+// adds the parts in the order of K, every slot's loads in flight together.
 //
 // No float atomics anywhere: the result is the same bit for bit from run to run.
 // Parameters (-D overrides): M1_TX, M1_TG, M1_UNROLL, TX, TG, UNROLL, MT_MAX, BLOCKS_PER_SM,
@@ -269,10 +269,9 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 // its bytes are in flight while the FMAs of an earlier stage run. Warp-specialised: a producer
 // warp (group) whose lane 0 issues the tensor copies of a stage (A's BM x (BK + 4) box and B's
 // BK x BN, in boxes of at most 256 columns, from block-uniform coordinates: one instruction each,
-// no per-thread address), and SK_WARPS
-// consumer warps that only multiply and release the stage (an mbarrier each way), synchronising
-// among themselves only at a tile's end (a named barrier): the producer keeps copying through the
-// epilogue. The copy engine zero-fills past M, N and K, so every stage takes the same path.
+// no per-thread address), and SK_WARPS consumer warps that only multiply and release the stage
+// (an mbarrier each way), synchronising among themselves only at a tile's end (a named barrier):
+// the producer keeps copying through the epilogue. The copy engine zero-fills past M, N and K, so every stage takes the same path.
 // Elsewhere (before sm_90, no encoder) every M takes the streaming path.
 
 #ifndef KD_SK_MIN_M
@@ -451,7 +450,6 @@ __device__ __forceinline__ void kd_tile_end(float (&acc)[TM][KD_SK_TN], int t, b
 }
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // tma.cuh's helpers: the tiled path only
-
 // One stage's FMAs: As of the stage at a_lds (the thread's row rg), Bs at b_lds (its columns).
 template <int TM>
 __device__ __forceinline__ void kd_stage_fma(float (&acc)[TM][KD_SK_TN], uint32_t a_lds, uint32_t b_lds) {
@@ -476,8 +474,7 @@ __device__ __forceinline__ void kd_stage_fma(float (&acc)[TM][KD_SK_TN], uint32_
 #endif
 
 template <int BM>
-__device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, const float *__restrict__ A, float beta,
-                                           float *__restrict__ C,
+__device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, float beta, float *__restrict__ C,
                                            float *__restrict__ ws, unsigned *__restrict__ tickets,
                                            const CUtensorMap *map_a, const CUtensorMap *map_b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -568,12 +565,12 @@ KD_KERNEL(kd_gemv_m8, 8)
 KD_KERNEL(kd_gemv_m16, 16)
 KD_KERNEL(kd_gemv_m32, 32)
 
-// The tiled path, one kernel per row tile BM = 4 * TM.
+// The tiled path, one kernel per row tile BM.
 #define KD_SK_KERNEL(name, bm)                                                                    \
     extern "C" __global__ void __launch_bounds__(KD_SK_THREADS, KD_SK_BOUND_BLOCKS)                \
         name(SGEMM_KERNEL_PARAMS, float *__restrict__ ws, unsigned *__restrict__ tickets,          \
              const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b) { \
-        kd_sk_body<bm>(M, N, K, alpha, A, beta, C, ws, tickets, &map_a, &map_b);                      \
+        kd_sk_body<bm>(M, N, K, alpha, beta, C, ws, tickets, &map_a, &map_b);                      \
     }
 KD_SK_KERNEL(kd_gemv_sk_m4, 4)
 KD_SK_KERNEL(kd_gemv_sk_m8, 8)
