@@ -35,7 +35,7 @@
 // No float atomics anywhere: the result is the same bit for bit from run to run.
 // Parameters (-D overrides): M1_TX, M1_TG, M1_UNROLL, TX, TG, UNROLL, MT_MAX, BLOCKS_PER_SM,
 // MAX_SPLITS; SK, SK_MIN_M, SK_WARPS, SK_BK, SK_STAGES, SK_BLOCKS_PER_SM, SK_MIN_KTILES, SK_LR,
-// SK_TN, SK_PRODUCER_WARPS, SK_PRODUCER_REGS, SK_REGS, SK_MIN_BLOCKS.
+// SK_TN, SK_PRODUCER_WARPS, SK_PRODUCER_REGS, SK_REGS.
 // Defaults, from probes on the H200 at decode N = 18944, K = 3584 (L2 flushed, CUDA events):
 // M = 1 keeps TX = 8, TG = 16, UNROLL = 4, the best of an earlier sweep of 135 variants (first
 // probe run: 72.4 us, where a plain streaming read of B's 271.6 MB took 71.7 us); M = 2 .. 8
@@ -311,13 +311,11 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 #ifndef KD_SK_REGS
 #define KD_SK_REGS 232  // registers of a consumer thread after setmaxnreg (sm_90a); 0: no setmaxnreg
 #endif
-#ifndef KD_SK_MIN_BLOCKS
-#define KD_SK_MIN_BLOCKS KD_SK_BLOCKS_PER_SM  // __launch_bounds__'s blocks per SM, where setmaxnreg is built
-#endif
-// ptxas fits the kernel to MIN_BLOCKS blocks per SM only where setmaxnreg then gives the consumers
-// their registers back (sm_90a); elsewhere one block, so that the consumers do not spill.
+// ptxas fits the kernel to SK_BLOCKS_PER_SM blocks per SM (__launch_bounds__) only where
+// setmaxnreg then gives the consumers their registers back (sm_90a); elsewhere to one block, so
+// that the consumers do not spill (the launcher's grid then holds as many as fit).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !KD_SK_REGS
-#define KD_SK_BOUND_BLOCKS KD_SK_MIN_BLOCKS
+#define KD_SK_BOUND_BLOCKS KD_SK_BLOCKS_PER_SM
 #else
 #define KD_SK_BOUND_BLOCKS 1
 #endif
@@ -346,8 +344,8 @@ static_assert(KD_SK_LR == 2 || KD_SK_LR == 4, "2 or 4 lane rows: the row tiles 4
 static_assert(KD_SK_SMEM(32) <= 227 * 1024, "the stages fit in shared memory");
 static_assert(KD_SK_REGS == 0 || (KD_SK_PRODUCER_WARPS == 4 && KD_SK_WARPS % 4 == 0 && KD_SK_REGS % 8 == 0 &&
                                   KD_SK_REGS <= 256 &&
-                                  KD_SK_MIN_BLOCKS * (KD_SK_PRODUCERS * KD_SK_PRODUCER_REGS +
-                                                      KD_SK_CONSUMERS * KD_SK_REGS) <= 65536),
+                                  KD_SK_BLOCKS_PER_SM * (KD_SK_PRODUCERS * KD_SK_PRODUCER_REGS +
+                                                         KD_SK_CONSUMERS * KD_SK_REGS) <= 65536),
               "setmaxnreg: whole warp groups, multiples of 8 up to 256, the blocks' registers in the file");
 
 __device__ __forceinline__ float4 kd_f4(const float *v) { return make_float4(v[0], v[1], v[2], v[3]); }
