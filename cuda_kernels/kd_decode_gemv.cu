@@ -598,15 +598,19 @@ struct KdWorkspace {
 };
 static KdWorkspace kd_workspace[64];
 
-// Room for `bytes` of split sums and `tiles` tickets; false when the device has no memory left.
+// Room for `bytes` of split sums and `tiles` tickets; false when the device has no memory left
+// (cudaMalloc's error is then the one the binding reads; the freed buffer is forgotten, so a later
+// call allocates afresh).
 static bool kd_reserve(KdWorkspace &w, size_t bytes, size_t tiles, cudaStream_t stream) {
     if (bytes > w.ws_bytes) {
         cudaFree(w.ws);
-        w.ws_bytes = cudaMalloc(&w.ws, bytes) == cudaSuccess ? bytes : 0;
+        if (cudaMalloc(&w.ws, bytes) != cudaSuccess) w.ws = nullptr;
+        w.ws_bytes = w.ws ? bytes : 0;
     }
     if (tiles > w.n_tickets) {
         cudaFree(w.tickets);
-        w.n_tickets = cudaMalloc(&w.tickets, tiles * sizeof(unsigned)) == cudaSuccess ? tiles : 0;
+        if (cudaMalloc(&w.tickets, tiles * sizeof(unsigned)) != cudaSuccess) w.tickets = nullptr;
+        w.n_tickets = w.tickets ? tiles : 0;
         if (w.n_tickets) cudaMemsetAsync(w.tickets, 0, tiles * sizeof(unsigned), stream);
     }
     return w.ws_bytes >= bytes && w.n_tickets >= tiles;

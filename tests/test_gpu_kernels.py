@@ -94,6 +94,22 @@ def test_baseline_is_plain_fp32():
     assert 1e-8 < err <= 1e-5  # TF32 would land near 3e-4
 
 
+def run_child(code: str, *args: str, env: dict | None = None) -> list[str]:
+    """``code`` run by a fresh Python (a crash, or a per-process setting, must not reach pytest's),
+    from the repository root with ``env`` added; its stdout lines, after asserting it exited 0."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code, *args], cwd=root,
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(root), **(env or {})})
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    return r.stdout.strip().splitlines()
+
+
 PROBE = """
 import sys, torch, cuda_kernels
 ext = cuda_kernels.load()
@@ -116,23 +132,12 @@ print(repr(plain(a, b, c, 1.0, 0.0)), bool(torch.isfinite(c).all()))
 def test_cpp_host_wrappers_refuse_bad_operands():
     """The C++ wrappers, called directly (in a child process: a crash must not take pytest down),
     return a fixed message naming the problem, and None after a good launch."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
     plain = PLAIN_TILED.registration
-    args = [VEC4[0].symbol, plain.symbol, str(plain.bm)]
-    cmd = [sys.executable, "-X", "faulthandler", "-c", PROBE, *args]
-    r = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(root)})
-    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
-    lines = r.stdout.strip().splitlines()
-    assert "multiples of 4" in lines[0], r.stdout
-    assert "float32" in lines[1], r.stdout
-    assert lines[2] == "M exceeds what gridDim.y covers: cdiv(M, BM) must be <= 65535", r.stdout
-    assert lines[3] == "None True", r.stdout
+    lines = run_child(PROBE, VEC4[0].symbol, plain.symbol, str(plain.bm))
+    assert "multiples of 4" in lines[0], lines
+    assert "float32" in lines[1], lines
+    assert lines[2] == "M exceeds what gridDim.y covers: cdiv(M, BM) must be <= 65535", lines
+    assert lines[3] == "None True", lines
 
 
 @pytest.mark.gpu
@@ -210,17 +215,8 @@ for extent in (top + 1, top):
 @pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
 def test_cuda_grid_y_limit_is_refused_before_launch(k):
     """One past what gridDim.y can cover is refused by name; the limit itself computes right."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     dim = "N" if k.registration.y_walks_n else "M"  # K1's grid walks rows along x, columns along y
-    root = Path(__file__).resolve().parent.parent
-    r = subprocess.run([sys.executable, "-c", GRID_PROBE, k.id], cwd=root, capture_output=True, text=True,
-                       timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
-    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
-    over, at = r.stdout.strip().splitlines()
+    over, at = run_child(GRID_PROBE, k.id)
     assert over.startswith("refused") and f"{dim} exceeds what gridDim.y covers" in over, over
     assert at == "ok", at
 
@@ -305,18 +301,44 @@ def test_decode_rung_tiles_from_m_9_on_a_device_with_tensor_copies():
 def test_decode_rung_streams_every_m_where_it_does_not_tile():
     """Where the tiled path cannot run (no tensor maps: before sm_90) KD streams B at every M, in
     row tiles of at most MT_MAX rows; SGEMM_KD_TILED=0 makes the launcher take that path here."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    r = subprocess.run([sys.executable, "-c", STREAM_PROBE], cwd=root, capture_output=True, text=True,
-                       timeout=300, env={**os.environ, "PYTHONPATH": str(root), "SGEMM_KD_TILED": "0"})
-    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
-    *lines, ran = r.stdout.strip().splitlines()
+    *lines, ran = run_child(STREAM_PROBE, env={"SGEMM_KD_TILED": "0"})
     assert len(lines) == 5 and all(line.endswith(" ok") for line in lines), lines
     assert ran == "ran kd_gemv_m8", ran  # M = 32 in row tiles of 8, no tiled kernel
+
+
+OOM_PROBE = """
+import torch, cuda_kernels
+from study import bench, kernels
+fn = getattr(cuda_kernels.load(), kernels.get("KD").symbol)
+M, N, K = 32, 18944, 3584
+a, b = bench.random_inputs(M, N, K, seed=5)
+c = bench.poisoned(M, N)
+hold, size = [], 1 << 30
+while size >= 1 << 20:  # the device filled to within about a MiB
+    try:
+        hold.append(torch.empty(size, dtype=torch.uint8, device="cuda"))
+    except torch.OutOfMemoryError:
+        size //= 2
+failed = fn(a, b, c, 1.0, 0.0)
+del hold  # memory back before anything else runs: checking C needs some too
+torch.cuda.empty_cache()
+print(repr(failed), bool(torch.isnan(c).all()))
+print(repr(fn(a, b, c, 1.0, 0.0)), bench.relative_error(c, a.double() @ b.double()) <= bench.TOLERANCE)
+"""
+
+
+@pytest.mark.gpu
+def test_decode_rung_reports_a_workspace_it_cannot_allocate():
+    """KD's parts of K need a workspace (grown on first use, 17 MB at decode b32); on a full device
+    the binding returns the allocator's error and C is left unwritten, and once memory is free
+    again the next call allocates it and computes right."""
+    import torch
+
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("at decode b32 only the tiled path (sm_90) needs a workspace")
+    failed, after = run_child(OOM_PROBE)
+    assert failed == "'out of memory' True", failed
+    assert after == "None True", after
 
 
 @pytest.mark.gpu
