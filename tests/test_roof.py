@@ -33,6 +33,8 @@ SEED_GPU = REPO / "reports" / "data" / rundir.SEED_GPU
 DECODE_B1 = (1, 18944, 3584)
 DECODE_B1_BYTES = 271_671_296
 DRAM_H200 = 4814.304  # 3201 MHz x 2 x 6016 bits / 8, GB/s
+FP32_H200 = 66_908.16  # 132 SMs x 128 FMA lanes x 2 FLOP x 1980 MHz, GFLOP/s
+DECODE_B1_GFLOP = 2 * 18944 * 3584 / 1e9  # 2 M N K at M = 1
 
 ROOFS = {
     "read_gbps": 4000.0, "read_p20_gbps": 3950.0, "read_p80_gbps": 4020.0,
@@ -163,6 +165,11 @@ def test_the_shape_roof_names_the_fastest_kernel_and_the_b_dominated_shapes():
     assert bool(d["b_dominates"]) and not bool(sh.at["square", "b_dominates"])
     assert sh.at["square", "b_share"] == pytest.approx(1 / 3)
     assert sh.at["square", "kernel"] == "K0"
+    # the other roof beside the byte one: the same kernel's FLOP rate against the FP32 peak
+    assert d["gflops"] == pytest.approx(DECODE_B1_GFLOP / 0.08e-3)  # 1,697.4 GFLOP/s
+    assert d["pct_peak"] == pytest.approx(100 * DECODE_B1_GFLOP / 0.08e-3 / FP32_H200)  # 2.54%
+    assert sh.at["square", "gflops"] == pytest.approx(2 * 4096**3 / 2.7e-3 / 1e9)
+    assert sh.at["square", "pct_peak"] == pytest.approx(100 * 2 * 4096**3 / 2.7e-3 / 1e9 / FP32_H200)
 
 
 def test_feeding_the_ledger_back_recomputes_the_roof_columns():
@@ -236,11 +243,13 @@ def test_provenance_without_the_roofs_says_not_measured(reports):
 
 def test_the_finding_gives_the_read_roof_and_the_datasheet_percent(reports):
     g = fixture_decode_b1_k0_gbps()
+    flops = g / DECODE_B1_BYTES * DECODE_B1_GFLOP * 1e9  # the same time: GFLOP/s
     line = finding(reports["with"])
     assert (
         f"decode_b1: the fastest kernel, K0, moves its 271.7 MB at {g:,.0f} GB/s, "
         f"{100 * g / 4000:.1f}% of the measured read bandwidth (4.00 TB/s) and "
-        f"{100 * g / DRAM_H200:.1f}% of the datasheet DRAM peak (4.81 TB/s)" in line
+        f"{100 * g / DRAM_H200:.1f}% of the datasheet DRAM peak (4.81 TB/s), and computes at "
+        f"{flops:,.0f} GFLOP/s, {100 * flops / FP32_H200:.1f}% of the FP32 peak" in line
     ), line
     assert "decode_b32:" in line and "square" not in line and "prefill" not in line
 
@@ -259,7 +268,9 @@ def test_the_roof_table_has_the_read_roof_column(reports):
     g = fixture_decode_b1_k0_gbps()
     row = next(ln for ln in sections(reports["with"])["### E3 shapes"].splitlines()
                if ln.startswith("| decode_b1 (1×18944×3584) |"))
+    flops = g / DECODE_B1_BYTES * DECODE_B1_GFLOP * 1e9
     assert "| K0 | " in row and f"| {g:,.0f} | {100 * g / 4000:.1f}% | {100 * g / DRAM_H200:.1f}% |" in row
+    assert row.endswith(f"| {flops:,.0f} | {100 * flops / FP32_H200:.1f}% |"), row
     row = next(ln for ln in sections(reports["without"])["### E3 shapes"].splitlines()
                if ln.startswith("| decode_b1 (1×18944×3584) |"))
     assert f"| {g:,.0f} | not measured in this run | {100 * g / DRAM_H200:.1f}% |" in row

@@ -320,7 +320,7 @@ SHAPE_COLUMNS = ["label", "M", "N", "K", "first", "last", "speedup", "cublas_gfl
 # bytes fastest, against the measured read roof and the datasheet DRAM peak
 SHAPE_ROOF_COLUMNS = [
     "kernel", "fastest_ms", "bytes_once", "b_share", "b_dominates_at", "b_dominates", "gbps_once",
-    "read_gbps", "pct_read_roof", "dram_gbps", "pct_dram_peak",
+    "read_gbps", "pct_read_roof", "dram_gbps", "pct_dram_peak", "gflops", "pct_peak",
 ]
 B_DOMINATES = 0.9  # a shape whose bytes are at least this share B: reading B sets its time
 
@@ -328,8 +328,9 @@ B_DOMINATES = 0.9  # a shape whose bytes are at least this share B: reading B se
 def shape_roof(rows: pd.DataFrame) -> dict:
     """The bandwidth roof at one shape (docs/method.md#shape-roof): of ``rows`` (ledger rows of one
     label), the one that moves its bytes fastest (highest ``gbps_once``; at one shape, the fastest
-    kernel), its time, bytes, B's share of them, and its % of the measured read roof (NaN when the
-    run did not measure it) and of the datasheet DRAM peak."""
+    kernel), its time, bytes, B's share of them, its % of the measured read roof (NaN when the
+    run did not measure it) and of the datasheet DRAM peak, and its GFLOP/s and % of the FP32 peak
+    (the ledger's ``gflops``, ``pct_peak``): the other roof, beside the byte one."""
     moved = pd.to_numeric(rows["gbps_once"], errors="coerce") if "gbps_once" in rows.columns else None
     if moved is None or not moved.notna().any():
         return {c: NAN for c in SHAPE_ROOF_COLUMNS} | {
@@ -350,6 +351,8 @@ def shape_roof(rows: pd.DataFrame) -> dict:
         "pct_read_roof": float(r["pct_read_roof"]),
         "dram_gbps": float(r["dram_gbps"]),
         "pct_dram_peak": float(r["pct_dram_peak"]),
+        "gflops": float(r["gflops"]),
+        "pct_peak": float(r["pct_peak"]),
     }
 
 

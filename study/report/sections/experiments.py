@@ -134,7 +134,8 @@ def shape_roof_lines(sh) -> list[str]:
     whose bytes are mostly B. Nothing when the shapes table predates these columns."""
     from study.report.sections.provenance import NOT_MEASURED
 
-    need = ("kernel", "fastest_ms", "bytes_once", "b_share", "gbps_once", "pct_read_roof", "pct_dram_peak")
+    need = ("kernel", "fastest_ms", "bytes_once", "b_share", "gbps_once", "pct_read_roof", "pct_dram_peak",
+            "gflops", "pct_peak")
     if any(c not in sh.columns for c in need):
         return []
     sh = sh[np.isfinite(col(sh, "gbps_once"))]
@@ -154,17 +155,23 @@ def shape_roof_lines(sh) -> list[str]:
             num(r["gbps_once"], "{:,.0f}"),
             read_pct(float(r["pct_read_roof"])),
             num(r["pct_dram_peak"], "{:.1f}%"),
+            num(r["gflops"], "{:,.0f}"),
+            num(r["pct_peak"], "{:.1f}%"),
         ]
         for _, r in sh.iterrows()
     ]
     lines = [
         "Bandwidth per shape: the bytes every kernel must move (A and B read once, C written once: "
         "4(MK + KN + MN)) over the time of the kernel that moves them fastest, against the read "
-        "bandwidth measured when the run started (the read roof) and the datasheet DRAM peak.",
+        "bandwidth measured when the run started (the read roof) and the datasheet DRAM peak; beside "
+        "them the same kernel's 2MNK FLOP over its time, against the FP32 peak (% peak, as in the "
+        "main table).",
         "",
     ]
     lines += md(
-        ["shape", "fastest", "ms", "MB moved", "B's share", "GB/s", "% of read roof", "% of DRAM peak"], rows
+        ["shape", "fastest", "ms", "MB moved", "B's share", "GB/s", "% of read roof", "% of DRAM peak",
+         "GFLOP/s", "% of FP32 peak"],
+        rows,
     )
     at = float(col(sh, "b_dominates_at").max())
     share = f"{100 * at:.0f}%" if math.isfinite(at) else "most"
@@ -182,7 +189,8 @@ def shape_roof_lines(sh) -> list[str]:
         )
         parts.append(
             f"{r['label']}: the fastest kernel, {r['kernel']}, moves its {r['bytes_once'] / 1e6:.1f} MB "
-            f"at {r['gbps_once']:,.0f} GB/s, {pct}"
+            f"at {r['gbps_once']:,.0f} GB/s, {pct}, and computes at {r['gflops']:,.0f} GFLOP/s, "
+            f"{r['pct_peak']:.1f}% of the FP32 peak"
         )
     finding = f"**Finding:** where B is {share} or more of the bytes moved: " + "; ".join(parts) + "."
     return lines + [finding, ""]
