@@ -64,13 +64,17 @@
 // without copies either. Slower or no better: two consumer warps along K (half the columns a
 // tile, half the bytes a part: 119.3 us), B's copies with the L2 policy evict_first (109.5
 // against 109.6), __threadfence in every thread in place of kd_ticket's fences (no difference);
-// later probes of 2026-12-01: two or four consumer warps along K with 16 x 8 lane tiles (a stage's
-// FMAs row by row, the slices summed through shared memory at a tile's end: 118.0 - 118.7 us
-// against 108.5 - 108.9; M = 16 76.0 - 76.4 against 80.7 - 81.5, M = 64 221 - 223 against
-// 199 - 200), and B read from global memory straight into registers (a lane 32 rows x 4 columns,
-// A through each warp's own cp.async stages, eight warps along K in one block per SM: 139 - 142 us
-// under ncu, long-scoreboard stalls 0.43 - 0.88 per issue: two 4-k steps of B a lane hold too few
-// bytes in flight, where the tensor copies keep four 16 KB stages per block).
+// later probes of 2026-12-01: two consumer warps along K (two along N) with 16 x 8 lane tiles, a
+// stage's FMAs row by row, each warp keeping half of its tile at a tile's end and taking its
+// partner's part of that half through 32 KB of shared memory: 107.1 - 108.2 us against
+// 108.5 - 108.8 (M = 64 197.7 against 199.1 - 200.9; M = 16 alike), issue 76.2% against 75.6%
+// and dispatch stalls 0.39 against 0.44 per issue (ncu): the same issue-bound loop (with whole
+// tiles exchanged, 64 KB, one block fits an SM: 118.3 - 118.7; four warps along K, B's stages
+// 8 KB, fewer bytes in flight: 118.0 - 118.5); and B read from global memory straight into
+// registers (a lane 32 rows x 4 columns, A through each warp's own cp.async stages, eight warps
+// along K in one block per SM: 139 - 142 us under ncu, long-scoreboard stalls 0.43 - 0.88 per
+// issue: two 4-k steps of B a lane hold too few bytes in flight, where the tensor copies keep
+// four 16 KB stages per block).
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
 #include "common.cuh"
 #include "tma.cuh"  // tensor copies, mbarriers and the tensor-map encoder (the tiled path)
