@@ -21,35 +21,59 @@
 //
 // The tiled path (M >= SK_MIN_M on sm_90, where the driver encodes tensor maps: kd_gemv_sk_m16,
 // kd_gemv_sk_m32; kd_gemv_sk_m4 and kd_gemv_sk_m8 serve M <= 8 when SK_MIN_M is set that low): a
-// tile of C is BM = 16 or 32 rows by BN = 8 * SK_TN * SK_WARPS columns (larger M takes several row
-// tiles of 32), B and A streamed through shared memory in SK_STAGES stages of SK_BK values of k by
-// tensor copies, the row tiles of one column slab adjacent, so B is re-read from L2. The warps
-// are specialised: a producer warp group (lane 0 of its first warp issues the copies; setmaxnreg
-// hands the group's registers to the consumers, SK_PRODUCER_REGS and SK_REGS each), SK_WARPS
-// consumer warps multiply (a lane BM / 4 rows x 8 columns from LDS.128 of A, 4 rows a warp, and
-// of B, 128 contiguous bytes a warp). The work, (tile, stage of K) units, is cut evenly over
-// SK_BLOCKS_PER_SM blocks per SM (stream-K: no wave quantisation); a tile a block covers whole is
-// stored, a part of one goes to a workspace slot and the tile's last block (an integer ticket)
-// adds the parts in the order of K, every slot's loads in flight together.
+// tile of C is BM = 16 or 32 rows by BN = SK_NW * 8 * SK_TN columns (144 by default; larger M
+// takes several row tiles of 32), B and A streamed through shared memory in SK_STAGES stages of
+// SK_BK values of k by tensor copies, one block per SM. The warps are specialised: a producer warp
+// group (lane 0 of its first warp issues the copies, warps 1-3 transpose each stage's A into
+// At[k][m]; setmaxnreg hands the group's registers to the consumers, SK_PRODUCER_REGS and
+// SK_REGS each), and SK_KW groups along K of SK_NW consumer warps multiply (a lane BM / 4 adjacent
+// rows x SK_TN columns, from LDS.128 of At and of B), their sums added in shared memory at a
+// tile's end. The work, (tile, stage of K) units, is cut evenly over the blocks (stream-K: no wave
+// quantisation); a tile a block covers whole is stored, a part of one goes to a workspace slot
+// and the tile's last block (an integer ticket) adds the parts in the order of K.
 //
 // No float atomics anywhere: the result is the same bit for bit from run to run.
 // Parameters (-D overrides): M1_TX, M1_TG, M1_UNROLL, TX, TG, UNROLL, MT_MAX, BLOCKS_PER_SM,
-// MAX_SPLITS; SK, SK_MIN_M, SK_WARPS, SK_BK, SK_STAGES, SK_BLOCKS_PER_SM, SK_MIN_KTILES, SK_LR,
-// SK_TN, SK_PRODUCER_WARPS, SK_PRODUCER_REGS, SK_REGS.
+// MAX_SPLITS; SK, SK_MIN_M, SK_NW, SK_KW, SK_GK, SK_STAGES, SK_BLOCKS_PER_SM, SK_MIN_KTILES, SK_LR,
+// SK_TN, SK_PRODUCER_REGS, SK_REGS.
 // Defaults, from probes on the H200 at decode N = 18944, K = 3584 (L2 flushed, CUDA events):
 // M = 1 keeps TX = 8, TG = 16, UNROLL = 4, the best of an earlier sweep of 135 variants (first
 // probe run: 72.4 us, where a plain streaming read of B's 271.6 MB took 71.7 us); M = 2 .. 8
 // take TX = 16, TG = 8, UNROLL = 2 (same run, M = 8: 76.6 us, 129.9 with the M = 1 set); M = 8
-// stays on the streaming path (77.2 us, tiled 106.0). The tiled path's SK_STAGES = 4 and
-// SK_BLOCKS_PER_SM = 2 are the best of 17 variants (stages 2 .. 8, 8 to 32 values of k a stage,
-// 2 or 4 consumer warps, 1 to 6 blocks per SM, a register cap for 3 blocks): M = 32 111.1 us
+// stays on the streaming path (77.2 us, tiled 106.0).
+// The tiled path's defaults (probe runs of 2026-12-01 at M = 32, cuBLAS 124.6 - 125.5 us timed
+// beside them): one block per SM, 144 columns a tile (at N = 18944 the 132 tiles give each of
+// the 132 SMs one whole tile, where the earlier design below split every tile over K), 8 consumer
+// warps (2 along N x 4 groups along K) of 8 x 9 lanes, 16 k a group a stage, 4 stages, At[k][m]
+// written by producer warps 1-3, the consumers waiting with try_wait: 97.8 - 98.2 us (M = 16
+// 74.7 - 75.4 against 135.5; M = 64 183.4 - 184.8 against 223.6). On the way, in order, each
+// beside the one before: 12 k a group, the groups' sums in a room of their own, As[m][k] read as
+// before: 105.0 - 105.2 us against the earlier design's 106.7 - 108.0 (16 k and 3 stages:
+// 102.6 - 103.1); the sums meeting in the tile's last stage inside the per-stage loop:
+// 112.7 - 113.5 (ptxas moved the sums between registers every stage, 75 MOVs), the tile's end out
+// of that loop: 100.7 - 101.3 (3 or 5 stages, 24 k a group: 101.0 - 102.1); At: 99.1 - 99.3 against
+// 100.2 - 100.8, dispatch stalls 0.20 against 0.31 per issue, issue 81.3% against 77.6% (ncu, at
+// 1.83 against 1.87 GHz); try_wait in place of a test_wait loop: 97.8 - 98.2 against 98.4 - 99.1.
+// Slower or no better: 12 consumer warps (6 groups along K, 152 or 160 registers: 111.2 - 116.1
+// us in two runs, long-scoreboard and dispatch stalls up), 8 or 12 k a group (105.4; 12 k with 5 stages
+// 100.7 - 100.9), 3 stages (98.5 - 99.4), the copies of the first stage waited for before the
+// others are issued (98.8 - 99.5), and 18 columns a lane (one warp along N: ptxas spills and 60%
+// of the FFMAs read two sources of one register parity; not timed). Where the time goes (M = 32,
+// globaltimer at four points in every block, At not yet): the first stage lands 2.3 - 4.0 us
+// after the start, the loop takes 94 - 96 us, the groups' sums and the stores 1.7 us; without B's
+// copies (A's alone) the kernel takes 96.8 us against 101.3, at 1.97 GHz; at K = 1792, 3584 and
+// 7168 it takes 55.1, 101.3 and 192 us: about 10 us that do not grow with K.
+// The earlier design (two blocks per SM, 32 x 256 tiles each split over K by stream-K, four
+// consumer warps of 8 x 8 lanes reading As[m][k], 16 k a stage): 4 stages and 2 blocks per SM
+// were the best of 17 variants (stages 2 .. 8, 8 to 32 values of k a stage, 2 or 4 consumer
+// warps, 1 to 6 blocks per SM, a register cap for 3 blocks): M = 32 111.1 us
 // against cuBLAS's 125.5, where the same tiles copied by the block's own threads (B's 16 rows a
 // stage by thread 0's bulk copies, their addresses derived from threadIdx and each inside a
 // divergent loop that made them uniform; A by cp.async) with one __syncthreads a stage took 132.0;
 // M = 16 81.0 against 135.5, M = 64 204.4 against 222.6 (probe run 2026-12-01). Double-buffering
 // the consumers' fragments across k (215 registers: one block per SM; capped at 200 for two, it
 // spills) was slower: 124.5 us at M = 32. A producer warp group whose registers go to the
-// consumers (24 / 232, SK_PRODUCER_WARPS = 4) in place of one producer warp (the consumers then
+// consumers (24 / 232) in place of one producer warp (the consumers then
 // at 168): M = 32 109.5 us against 113.2, 108.9 against 111.5 and 109.8 against 112.6 in three
 // probe runs of 2026-12-01 (M = 16 alike: 80.0 - 81.3 against 80.1 - 81.9). Slower, in the same
 // runs: 16 columns a lane (8 x 16, a 32 x 128 warp tile: 132 - 138 us, its partial tiles 4x the
@@ -283,23 +307,32 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 
 // ---------------------------------------------------------------------------------------------
 // The tiled path (M >= SK_MIN_M, on sm_90 where the driver encodes tensor maps): a few rows of C
-// against a wide slab of B, B streamed through shared memory in SK_STAGES stages so that many of
-// its bytes are in flight while the FMAs of an earlier stage run. Warp-specialised: a producer
-// warp (group) whose lane 0 issues the tensor copies of a stage (A's BM x (BK + 4) box and B's
-// BK x BN, in boxes of at most 256 columns, from block-uniform coordinates: one instruction each,
-// no per-thread address), and SK_WARPS consumer warps that only multiply and release the stage
-// (an mbarrier each way), synchronising among themselves only at a tile's end (a named barrier):
-// the producer keeps copying through the epilogue. The copy engine zero-fills past M, N and K, so every stage takes the same path.
-// Elsewhere (before sm_90, no encoder) every M takes the streaming path.
+// against a slab of B, B streamed through shared memory in SK_STAGES stages so that many of its
+// bytes are in flight while the FMAs of an earlier stage run. Warp-specialised, one block per SM:
+// - a producer warp group: lane 0 of warp 0 issues the tensor copies of a stage (A's BM x (BK + 4)
+//   box and B's BK x BN, in boxes of at most 256 columns, from block-uniform coordinates: one
+//   instruction each, no per-thread address); warps 1-3 copy each stage's A, as it lands
+//   (As[m][k]), into At[k][m], so that a consumer lane reads the values of its rows for one k
+//   with LDS.128; setmaxnreg hands most of the group's registers to the consumers;
+// - SK_WARPS consumer warps that only multiply and release the stage (mbarriers), synchronising
+//   among themselves only at a tile's end (named barriers): the producers keep copying through
+//   it. They are SK_KW groups along K of SK_NW warps along N: group g takes values
+//   GK g .. GK (g + 1) - 1 of k of every stage, and at a tile's end the groups' sums meet in
+//   shared memory (the tile's last stage, released after) and group 0 stores the tile.
+// The copy engine zero-fills past M, N and K, so every stage takes the same path. Elsewhere
+// (before sm_90, no encoder) every M takes the streaming path.
 
 #ifndef KD_SK_MIN_M
 #define KD_SK_MIN_M 9  // the smallest M that takes the tiled path
 #endif
-#ifndef KD_SK_WARPS
-#define KD_SK_WARPS 4  // consumer warps, side by side along N: 64 columns each
+#ifndef KD_SK_NW
+#define KD_SK_NW 2  // consumer warps side by side along N
 #endif
-#ifndef KD_SK_BK
-#define KD_SK_BK 16  // values of k per stage
+#ifndef KD_SK_KW
+#define KD_SK_KW 4  // groups of SK_NW consumer warps along K (a stage's k split between them)
+#endif
+#ifndef KD_SK_GK
+#define KD_SK_GK 16  // values of k a group multiplies per stage: a stage is SK_BK = GK * KW of them
 #endif
 #ifndef KD_SK_MIN_KTILES
 #define KD_SK_MIN_KTILES 4  // the fewest stages of work a block is given
@@ -311,23 +344,19 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 #define KD_SK_STAGES 4  // stages of the copy pipeline
 #endif
 #ifndef KD_SK_BLOCKS_PER_SM
-#define KD_SK_BLOCKS_PER_SM 2  // the grid: this many blocks per SM (fewer where they do not fit)
+#define KD_SK_BLOCKS_PER_SM 1  // the grid: this many blocks per SM (fewer where they do not fit)
 #endif
-
 #ifndef KD_SK_LR
-#define KD_SK_LR 4  // lane rows of a consumer warp (the rows of a lane LR apart); 32 / LR lane columns
+#define KD_SK_LR 4  // lane rows of a consumer warp (TM = BM / LR adjacent rows a lane); 32 / LR lane columns
 #endif
 #ifndef KD_SK_TN
-#define KD_SK_TN 8  // columns of C per consumer lane, 4-column sub-blocks 4 * LC apart
-#endif
-#ifndef KD_SK_PRODUCER_WARPS
-#define KD_SK_PRODUCER_WARPS 4  // 1, or 4: a warp group, whose registers setmaxnreg can hand over
+#define KD_SK_TN 9  // columns of C per consumer lane: TN / 4 sub-blocks of 4, 4 * LC apart, then TN % 4
 #endif
 #ifndef KD_SK_PRODUCER_REGS
-#define KD_SK_PRODUCER_REGS 24  // registers of a producer thread after setmaxnreg
+#define KD_SK_PRODUCER_REGS 40  // registers of a producer thread after setmaxnreg
 #endif
 #ifndef KD_SK_REGS
-#define KD_SK_REGS 232  // registers of a consumer thread after setmaxnreg (sm_90a); 0: no setmaxnreg
+#define KD_SK_REGS 224  // registers of a consumer thread after setmaxnreg (sm_90a); 0: no setmaxnreg
 #endif
 // ptxas fits the kernel to SK_BLOCKS_PER_SM blocks per SM (__launch_bounds__) only where
 // setmaxnreg then gives the consumers their registers back (sm_90a); elsewhere to one block, so
@@ -338,159 +367,217 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 #define KD_SK_BOUND_BLOCKS 1
 #endif
 
+#define KD_SK_WARPS (KD_SK_NW * KD_SK_KW)  // consumer warps
+#define KD_SK_BK (KD_SK_GK * KD_SK_KW)     // values of k per stage
 #define KD_SK_CONSUMERS (32 * KD_SK_WARPS)
-#define KD_SK_PRODUCERS (32 * KD_SK_PRODUCER_WARPS)
-#define KD_SK_THREADS (KD_SK_PRODUCERS + KD_SK_CONSUMERS)  // the producer warp(s) first
+#define KD_SK_GROUP (32 * KD_SK_NW)  // threads of a group along K
+#define KD_SK_PRODUCERS 128          // a warp group
+#define KD_SK_THREADS (KD_SK_PRODUCERS + KD_SK_CONSUMERS)  // the producers first
 #define KD_SK_LC (32 / KD_SK_LR)              // lane columns of a consumer warp
+#define KD_SK_TN4 (KD_SK_TN / 4)              // 4-column sub-blocks of a lane
+#define KD_SK_TE (KD_SK_TN % 4)               // single columns after them: TE side by side a lane
 #define KD_SK_WN (KD_SK_LC * KD_SK_TN)        // columns of a warp
-#define KD_SK_BN (KD_SK_WN * KD_SK_WARPS)
+#define KD_SK_BN (KD_SK_WN * KD_SK_NW)
 #define KD_SK_BW (KD_SK_BN < 256 ? KD_SK_BN : 256)  // B's box: BK x BW, BN / BW of them a stage
 #define KD_SK_LDA (KD_SK_BK + 4)  // As row length (floats): rows r .. r + 3 on distinct banks
-#define KD_SK_A_BOX(bm) ((bm) * KD_SK_LDA * 4)                   // bytes of a stage's A
-#define KD_SK_A_BYTES(bm) ((KD_SK_A_BOX(bm) + 127) / 128 * 128)  // its room: B lands 128-byte aligned
-#define KD_SK_STAGE_BYTES(bm) (KD_SK_A_BYTES(bm) + KD_SK_BK * KD_SK_BN * 4)
-// Bytes of dynamic shared memory of the kernel of BM rows.
-#define KD_SK_SMEM(bm) (KD_SK_STAGES * KD_SK_STAGE_BYTES(bm) + 16 * KD_SK_STAGES + 128)  // + barriers, alignment
+#define KD_SK_A_BOX(bm) ((bm) * KD_SK_LDA * 4)                   // bytes of a stage's A as copied
+#define KD_SK_A_BYTES(bm) ((KD_SK_A_BOX(bm) + 127) / 128 * 128)  // its room: At lands 128-byte aligned
+#define KD_SK_AT_BYTES(bm) (KD_SK_BK * (bm) * 4)                 // At[BK][BM]: a multiple of 128 bytes
+#define KD_SK_STAGE_BYTES(bm) (KD_SK_A_BYTES(bm) + KD_SK_AT_BYTES(bm) + KD_SK_BK * KD_SK_BN * 4)
+// Bytes of dynamic shared memory of the kernel of BM rows: the stages, 3 barriers each, alignment.
+#define KD_SK_SMEM(bm) (KD_SK_STAGES * KD_SK_STAGE_BYTES(bm) + 24 * KD_SK_STAGES + 128)
 
-static_assert(KD_SK_BK % 4 == 0 && KD_SK_BK >= 4, "whole float4 of k per stage");
+static_assert(KD_SK_GK % 4 == 0 && KD_SK_GK >= 4, "whole float4 of k per group and stage");
 static_assert(KD_SK_STAGES >= 2, "at least two stages");
-static_assert(KD_SK_TN % 4 == 0 && KD_SK_TN >= 4 && KD_SK_TN <= 32, "whole 4-column sub-blocks");
-static_assert(KD_SK_BN % KD_SK_BW == 0 && KD_SK_BW % KD_SK_WN == 0 && KD_SK_LDA <= 256,
-              "a tensor copy's box is at most 256 elements a side, and holds whole warps' columns");
+static_assert(KD_SK_TN >= 1 && KD_SK_TN <= 32, "1 to 32 columns a lane");
+static_assert(KD_SK_BN % KD_SK_BW == 0 && KD_SK_BW % KD_SK_WN == 0 && KD_SK_LDA <= 256 && (KD_SK_BW * 4) % 16 == 0,
+              "a tensor copy's box is at most 256 elements a side, whole 16-byte rows, and holds whole warps' columns");
 static_assert((KD_SK_LDA / 4) % 2 == 1, "A rows an odd number of 16-byte units apart: distinct bank groups");
 static_assert(KD_SK_LR == 2 || KD_SK_LR == 4, "2 or 4 lane rows: the row tiles 4 .. 32 hold whole lanes");
 static_assert(KD_SK_SMEM(32) <= 227 * 1024, "the stages fit in shared memory");
-static_assert(KD_SK_REGS == 0 || (KD_SK_PRODUCER_WARPS == 4 && KD_SK_WARPS % 4 == 0 && KD_SK_REGS % 8 == 0 &&
-                                  KD_SK_REGS <= 256 &&
+static_assert(KD_SK_KW / 2 * 32 * KD_SK_BN * 4 <= KD_SK_STAGE_BYTES(32), "half the groups' sums fit in a stage");
+static_assert(KD_SK_REGS == 0 || (KD_SK_WARPS % 4 == 0 && KD_SK_REGS % 8 == 0 && KD_SK_REGS <= 256 &&
                                   KD_SK_BLOCKS_PER_SM * (KD_SK_PRODUCERS * KD_SK_PRODUCER_REGS +
                                                          KD_SK_CONSUMERS * KD_SK_REGS) <= 65536),
               "setmaxnreg: whole warp groups, multiples of 8 up to 256, the blocks' registers in the file");
 
 __device__ __forceinline__ float4 kd_f4(const float *v) { return make_float4(v[0], v[1], v[2], v[3]); }
 
-// A tile of C is BM = LR * TM rows by BN = WN * SK_WARPS columns; a warp owns WN = LC * TN of them,
-// lane (rg, cg) = (lane % LR, lane / LR) the rows rg, rg + LR, ... (TM of them) and the columns
-// 4 cg + 4 LC h .. + 3 (h < TN / 4) of the warp's WN. The default (LR = 4, TN = 8): per 4 values of
-// k, TM LDS.128 of A (As[m][k], four distinct rows a warp, one wavefront) and 8 LDS.128 of B (eight
-// distinct float4 a warp, 128 contiguous bytes) feed 32 TM FFMA. The work is the list of units (tile,
-// stage of K), the row tiles of one column slab adjacent; block b of G takes units
-// U b / G .. U (b + 1) / G - 1, the same share of B for every block (no wave quantisation), one
-// continuous pipeline across the tiles it touches. A tile the block covers whole is stored; a
+// A lane's TM x TN sums as a flat array f = TN i + j, moved in the threads' order: value group q
+// of thread `tid` of T at dst[q T + tid], groups of 4 floats (one 16-byte access) where TM TN is a
+// multiple of 4, of 1 elsewhere. `put(p, v)` and `get(p, v)` do the access (shared or global).
+template <int F>
+struct KdFlat {
+    static constexpr int V = F % 4 == 0 ? 4 : 1;  // floats an access
+    static constexpr int Q = F / V;              // accesses a thread
+};
+template <int F, class Put>
+__device__ __forceinline__ void kd_flat_put(const float (&acc)[F], float *dst, int T, int tid, Put put) {
+    constexpr int V = KdFlat<F>::V;
+#pragma unroll
+    for (int q = 0; q < KdFlat<F>::Q; ++q) put(dst + V * ((size_t)q * T + tid), acc + V * q);
+}
+template <int F, class Get>
+__device__ __forceinline__ void kd_flat_add(float (&acc)[F], const float *src, int T, int tid, Get get) {
+    constexpr int V = KdFlat<F>::V;
+    float v[F];
+#pragma unroll
+    for (int q = 0; q < KdFlat<F>::Q; ++q) get(src + V * ((size_t)q * T + tid), v + V * q);  // all in flight
+#pragma unroll
+    for (int f = 0; f < F; ++f) acc[f] += v[f];
+}
+template <int V>
+__device__ __forceinline__ void kd_put_cg(float *p, const float *v) {  // global, L2 only
+    if constexpr (V == 4) __stcg(reinterpret_cast<float4 *>(p), kd_f4(v));
+    else __stcg(p, v[0]);
+}
+template <int V>
+__device__ __forceinline__ void kd_get_cg(const float *p, float *v) {
+    if constexpr (V == 4) {
+        const float4 x = __ldcg(reinterpret_cast<const float4 *>(p));
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else {
+        v[0] = __ldcg(p);
+    }
+}
+template <int V>
+__device__ __forceinline__ void kd_put_s(float *p, const float *v) {  // shared
+    if constexpr (V == 4) *reinterpret_cast<float4 *>(p) = kd_f4(v);
+    else *p = v[0];
+}
+template <int V>
+__device__ __forceinline__ void kd_get_s(const float *p, float *v) {
+    if constexpr (V == 4) {
+        const float4 x = *reinterpret_cast<const float4 *>(p);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else {
+        v[0] = *p;
+    }
+}
+
+// A tile of C is BM = LR * TM rows by BN = WN * SK_NW columns; a warp owns WN = LC * TN of them,
+// lane (rg, cg) = (lane % LR, lane / LR) the rows TM rg .. TM rg + TM - 1, the columns
+// 4 cg + 4 LC h .. + 3 (h < TN / 4) of the warp's WN and, where TN % 4 = TE > 0, the TE columns
+// 4 LC (TN / 4) + TE cg .. + TE - 1. The default (LR = 4, TN = 9, BN = 144): per value of k, TM / 4
+// LDS.128 of At (four distinct 16-byte words a warp) and 2 LDS.128 and an LDS.32 of B (eight
+// distinct float4 a warp, 128 contiguous bytes, then 32) feed 9 TM FFMA. The work is the list of
+// units (tile, stage of K), tile t the column slab t % slabs of row tile t / slabs (the blocks that
+// read one slab for different row tiles run at once: B is re-read from L2); block b of G takes
+// units U b / G .. U (b + 1) / G - 1, the same share of B for every block (no wave quantisation),
+// one continuous pipeline across the tiles it touches. A tile the block covers whole is stored; a
 // part of one goes to one of the block's two workspace slots (its first tile, its last), and the
 // block of the tile that finishes last (an integer ticket) adds the tile's slots in the order of
-// K. No float atomics: the same bits every run.
+// K. No float atomics: the same bits every run. At decode N = 18944 on 132 SMs the 132 slabs of
+// 144 columns give every block one whole tile: no slots, no tickets.
 struct KdUnits {
-    int m_tiles, KT;        // row tiles; stages of K per tile
+    int m_tiles, slabs, KT;  // row tiles; column slabs; stages of K per tile
     long long U, G, u0, u1;  // units; blocks; this block's first unit and one past its last
     __device__ KdUnits(int M, int N, int K, int BM, int BN, int BK)
-        : m_tiles((M + BM - 1) / BM), KT((K + BK - 1) / BK),
-          U((long long)m_tiles * ((N + BN - 1) / BN) * KT), G(gridDim.x),
-          u0(U * blockIdx.x / G), u1(U * (blockIdx.x + 1) / G) {}
+        : m_tiles((M + BM - 1) / BM), slabs((N + BN - 1) / BN), KT((K + BK - 1) / BK),
+          U((long long)m_tiles * slabs * KT), G(gridDim.x), u0(U * blockIdx.x / G), u1(U * (blockIdx.x + 1) / G) {}
     __device__ long long start_of(long long blk) const { return U * blk / G; }
     __device__ long long block_of(long long u) const { return ((u + 1) * G - 1) / U; }  // start_of <= u < next
 };
 
-// The end of this block's part of tile t (the last unit of t, or of the block): acc is stored, or
-// left in a slot and, by the tile's last block, summed with the others; acc is zero after. The
-// consumers take part (consumer tid, lane (rg, cg) of consumer warp `warp`), synchronising on
-// named barrier 1 (0 is __syncthreads, which the producer would have to join); `last` is a shared
-// flag.
+// Named barriers (0 is __syncthreads, which the producers would have to join): 1 for every
+// consumer, 2 for group 0's.
 __device__ __forceinline__ void kd_consumers_sync() {
     asm volatile("bar.sync 1, %0;\n" ::"n"(KD_SK_CONSUMERS) : "memory");
 }
+__device__ __forceinline__ void kd_group0_sync() { asm volatile("bar.sync 2, %0;\n" ::"n"(KD_SK_GROUP) : "memory"); }
+
+// The end of this block's part of tile t (the last unit of t, or of the block), by group 0 (its
+// thread tid, lane (rg, cg) of its warp `warp`), whose acc holds every group's sum: acc is stored,
+// or left in a slot and, by the tile's last block, summed with the others; `last` is a shared flag.
 template <int BM, int TM = BM / KD_SK_LR>
-__device__ __forceinline__ void kd_tile_end(float (&acc)[TM][KD_SK_TN], int t, bool tile_done, const KdUnits &u, int M,
-                                            int N, float alpha, float beta, float *__restrict__ C,
+__device__ __forceinline__ void kd_tile_end(float (&acc)[TM * KD_SK_TN], int t, bool tile_done, const KdUnits &u,
+                                            int M, int N, float alpha, float beta, float *__restrict__ C,
                                             float *__restrict__ ws, unsigned *__restrict__ tickets, int tid,
                                             int warp, int rg, int cg, bool *last) {
-    constexpr int T = KD_SK_CONSUMERS;
-    constexpr int BN = KD_SK_BN, H = KD_SK_TN / 4, LC = KD_SK_LC;
+    constexpr int T = KD_SK_GROUP, TN = KD_SK_TN, LC = KD_SK_LC, F = TM * TN;
     const long long t_begin = (long long)t * u.KT, t_end = t_begin + u.KT;
-    const int row0 = (t % u.m_tiles) * BM, col0 = (t / u.m_tiles) * BN + warp * KD_SK_WN + 4 * cg;
+    const int row0 = (t / u.slabs) * BM, wcol = (t % u.slabs) * KD_SK_BN + warp * KD_SK_WN;
     auto store = [&]() {
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
-            const int row = row0 + rg + KD_SK_LR * i;
+            const int row = row0 + TM * rg + i;
+            if (row >= M) continue;
 #pragma unroll
-            for (int h = 0; h < H; ++h) {
-                const int col = col0 + 4 * LC * h;
-                if (row < M && col < N) sgemm_store4(C, (size_t)row * N + col, alpha, kd_f4(acc[i] + 4 * h), beta);
+            for (int h = 0; h < KD_SK_TN4; ++h) {
+                const int col = wcol + 4 * cg + 4 * LC * h;
+                if (col < N) sgemm_store4(C, (size_t)row * N + col, alpha, kd_f4(acc + TN * i + 4 * h), beta);
+            }
+#pragma unroll
+            for (int e = 0; e < KD_SK_TE; ++e) {
+                const int col = wcol + 4 * LC * KD_SK_TN4 + KD_SK_TE * cg + e;
+                if (col < N) sgemm_store(C, row * N + col, alpha, acc[TN * i + 4 * KD_SK_TN4 + e], beta);
             }
         }
     };
     if (u.u0 <= t_begin && tile_done) {
         store();
-    } else {
-        // Slot 2 b: the block's first tile; 2 b + 1: its last. A slot is BM x BN floats in the
-        // threads' order ((i, h), then the thread): a warp's float4 are contiguous.
-        const long long b = blockIdx.x;
-        float4 *slot = reinterpret_cast<float4 *>(ws) + (2 * b + (t == u.u0 / u.KT ? 0 : 1)) * (BM * BN / 4);
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int h = 0; h < H; ++h) __stcg(slot + (H * i + h) * T + tid, kd_f4(acc[i] + 4 * h));
-        const long long first = u.block_of(t_begin), final_ = u.block_of(t_end - 1);
-        kd_consumers_sync();
-        if (tid == 0) *last = kd_ticket(&tickets[t], (unsigned)(final_ - first));
-        kd_consumers_sync();
-        if (*last) {
-            // acc (stored) becomes the sum over the slots, in the order of K; every load of a
-            // slot is independent of the sum so far, so a slot's TM x 2 loads fly together.
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < KD_SK_TN; ++j) acc[i][j] = 0.0f;
-#pragma unroll 2
-            for (long long p = first; p <= final_; ++p) {
-                const long long sl = 2 * p + (u.start_of(p) / u.KT == t ? 0 : 1);
-                const float4 *src = reinterpret_cast<const float4 *>(ws) + sl * (BM * BN / 4) + tid;
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int h = 0; h < H; ++h) {
-                        const float4 v = __ldcg(src + (H * i + h) * T);
-                        acc[i][4 * h] += v.x;
-                        acc[i][4 * h + 1] += v.y;
-                        acc[i][4 * h + 2] += v.z;
-                        acc[i][4 * h + 3] += v.w;
-                    }
-            }
-            store();
-            if (tid == 0) tickets[t] = 0;  // ready for the next launch
-        }
+        return;
     }
+    // Slot 2 b: the block's first tile; 2 b + 1: its last. A slot is BM x BN floats in the
+    // threads' order: a warp's accesses are contiguous.
+    constexpr int V = KdFlat<F>::V;
+    const long long b = blockIdx.x;
+    float *slot = ws + (2 * b + (t == u.u0 / u.KT ? 0 : 1)) * (BM * KD_SK_BN);
+    kd_flat_put(acc, slot, T, tid, kd_put_cg<V>);
+    const long long first = u.block_of(t_begin), final_ = u.block_of(t_end - 1);
+    kd_group0_sync();
+    if (tid == 0) *last = kd_ticket(&tickets[t], (unsigned)(final_ - first));
+    kd_group0_sync();
+    if (!*last) return;
+    // acc (stored) becomes the sum over the slots, in the order of K; a slot's loads fly together.
 #pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < KD_SK_TN; ++j) acc[i][j] = 0.0f;
+    for (int f = 0; f < F; ++f) acc[f] = 0.0f;
+    for (long long p = first; p <= final_; ++p) {
+        const long long sl = 2 * p + (u.start_of(p) / u.KT == t ? 0 : 1);
+        kd_flat_add(acc, ws + sl * (BM * KD_SK_BN), T, tid, kd_get_cg<V>);
+    }
+    store();
+    if (tid == 0) tickets[t] = 0;  // ready for the next launch
 }
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900  // tma.cuh's helpers: the tiled path only
-// One stage's FMAs: As of the stage at a_lds (the thread's row rg), Bs at b_lds (its columns).
-// The FMAs of one k go column by column: one value of B meets the TM values of A in turn (B's in
-// the operand reuse cache, A's value and the sum read from the register file). Row by row (A's
-// value reused) the FFMAs read B's value and the sum, both in registers that 16-byte loads and
-// stores fill four in a row: of M = 32's 1024 FFMA a stage, 393 read three sources, or two of one
-// register parity, from the register file (the SASS), against 246 column by column (K12: 20% of
-// its FFMAs), and ncu's dispatch stalls fell from 0.47 to 0.29 per issue (K12: 0.21).
+__device__ __forceinline__ float kd_lds1(uint32_t addr) {
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+    return v;
+}
+__device__ __forceinline__ void kd_lds2(float *v, uint32_t addr) {
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v[0]), "=f"(v[1]) : "r"(addr));
+}
+// One group's share of a stage's FMAs: At of the stage at a_lds (the group's first k, the lane's
+// first row TM rg), Bs at b_lds (the group's first row, the lane's first column) and b_lde (its
+// single columns). The FMAs of one k go column by column: one value of B meets the TM values of A
+// in turn (B's in the operand reuse cache, A's value and the sum read from the register file).
 template <int TM>
-__device__ __forceinline__ void kd_stage_fma(float (&acc)[TM][KD_SK_TN], uint32_t a_lds, uint32_t b_lds) {
-    constexpr int BW = KD_SK_BW, BK = KD_SK_BK, LDA = KD_SK_LDA, TN = KD_SK_TN, LR = KD_SK_LR, LC = KD_SK_LC;
+__device__ __forceinline__ void kd_stage_fma(float (&acc)[TM * KD_SK_TN], uint32_t a_lds, uint32_t b_lds,
+                                             uint32_t b_lde) {
+    constexpr int BW = KD_SK_BW, TN = KD_SK_TN, LC = KD_SK_LC, BM = TM * KD_SK_LR;
 #pragma unroll
-    for (int k4 = 0; k4 < BK / 4; ++k4) {
-        float a[TM][4];
+    for (int k = 0; k < KD_SK_GK; ++k) {
+        float a[TM];
+        if constexpr (TM >= 4) {
 #pragma unroll
-        for (int i = 0; i < TM; ++i) tma_lds4(a[i], a_lds + 4 * (LR * i * LDA + 4 * k4));
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-            float bv[TN];
-#pragma unroll
-            for (int h = 0; h < TN / 4; ++h) tma_lds4(bv + 4 * h, b_lds + 4 * ((4 * k4 + kk) * BW + 4 * LC * h));
-#pragma unroll
-            for (int j = 0; j < TN; ++j)
-#pragma unroll
-                for (int i = 0; i < TM; ++i) acc[i][j] = fmaf(a[i][kk], bv[j], acc[i][j]);
+            for (int q = 0; q < TM / 4; ++q) tma_lds4(a + 4 * q, a_lds + 4 * (k * BM + 4 * q));
+        } else if constexpr (TM == 2) {
+            kd_lds2(a, a_lds + 4 * (k * BM));
+        } else {
+            a[0] = kd_lds1(a_lds + 4 * (k * BM));
         }
+        const uint32_t row = 4 * (k * BW);
+        float bv[TN];
+#pragma unroll
+        for (int h = 0; h < KD_SK_TN4; ++h) tma_lds4(bv + 4 * h, b_lds + row + 4 * (4 * LC * h));
+#pragma unroll
+        for (int e = 0; e < KD_SK_TE; ++e) bv[4 * KD_SK_TN4 + e] = kd_lds1(b_lde + row + 4 * e);
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+#pragma unroll
+            for (int i = 0; i < TM; ++i) acc[TN * i + j] = fmaf(a[i], bv[j], acc[TN * i + j]);
     }
 }
 #endif
@@ -500,19 +587,23 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
                                            float *__restrict__ ws, unsigned *__restrict__ tickets,
                                            const CUtensorMap *map_a, const CUtensorMap *map_b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int TM = BM / KD_SK_LR, BN = KD_SK_BN, BW = KD_SK_BW, BK = KD_SK_BK, S = KD_SK_STAGES;
-    constexpr int LDA = KD_SK_LDA, A_BYTES = KD_SK_A_BYTES(BM), STAGE_BYTES = KD_SK_STAGE_BYTES(BM);
+    constexpr int TM = BM / KD_SK_LR, F = TM * KD_SK_TN, BN = KD_SK_BN, BW = KD_SK_BW, BK = KD_SK_BK;
+    constexpr int S = KD_SK_STAGES, GK = KD_SK_GK, T = KD_SK_GROUP, LDA = KD_SK_LDA;
+    constexpr int A_BYTES = KD_SK_A_BYTES(BM), AT_BYTES = KD_SK_AT_BYTES(BM), STAGE_BYTES = KD_SK_STAGE_BYTES(BM);
     extern __shared__ __align__(128) unsigned char kd_sk_smem[];
     __shared__ bool kd_sk_last;
     const uint32_t base = (tma_saddr(kd_sk_smem) + 127) & ~uint32_t(127);
-    const uint32_t full = base + S * STAGE_BYTES, empty = full + 8 * S;  // barrier s at + 8 s
+    // Stage s at base + s STAGE_BYTES: As (A as copied), At, Bs. Its barriers: full (Bs landed and
+    // At written), empty (the consumers are done with it), a_full (As landed).
+    const uint32_t full = base + S * STAGE_BYTES, empty = full + 8 * S, a_full = empty + 8 * S;  // + 8 s
     const KdUnits u(M, N, K, BM, BN, BK);
     const int n_units = (int)(u.u1 - u.u0);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; ++s) {
-            mbar_init(full + 8 * s, 1);              // the producer's expect_tx, plus the bytes
-            mbar_init(empty + 8 * s, KD_SK_WARPS);   // one arrival per consumer warp
+            mbar_init(full + 8 * s, 4);             // the copy's expect_tx and warps 1-3, plus Bs's bytes
+            mbar_init(a_full + 8 * s, 1);           // the copy's expect_tx, plus As's bytes
+            mbar_init(empty + 8 * s, KD_SK_WARPS);  // one arrival per consumer warp
         }
         mbar_init_fence();
     }
@@ -522,53 +613,106 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
 #if KD_SK_REGS && defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(KD_SK_PRODUCER_REGS));
 #endif
-        // ---- the producer, lane 0 alone: unit n into stage n % S, once its last use is released
         if (threadIdx.x == 0) {
+            // ---- lane 0 of warp 0: unit n into stage n % S, once its last use is released
             int t = (int)(u.u0 / u.KT), kt = (int)(u.u0 % u.KT);
             for (int n = 0; n < n_units; ++n) {
                 const int s = n % S;
                 const uint32_t stage = base + s * STAGE_BYTES;
                 if (n >= S) mbar_try_wait(empty + 8 * s, ((n / S) - 1) & 1);
-                mbar_expect(full + 8 * s, KD_SK_A_BOX(BM) + BK * BN * 4);
-                tma_load_2d(stage, map_a, kt * BK, (t % u.m_tiles) * BM, full + 8 * s);
+                mbar_expect(a_full + 8 * s, KD_SK_A_BOX(BM));
+                tma_load_2d(stage, map_a, kt * BK, (t / u.slabs) * BM, a_full + 8 * s);
+                mbar_expect(full + 8 * s, BK * BN * 4);
 #pragma unroll
                 for (int j = 0; j < BN / BW; ++j)
-                    tma_load_2d(stage + A_BYTES + j * (BK * BW * 4), map_b, (t / u.m_tiles) * BN + j * BW, kt * BK,
-                                full + 8 * s);
+                    tma_load_2d(stage + A_BYTES + AT_BYTES + j * (BK * BW * 4), map_b, (t % u.slabs) * BN + j * BW,
+                                kt * BK, full + 8 * s);
                 if (++kt == u.KT) kt = 0, ++t;
+            }
+        }
+        if (threadIdx.x >= 32) {
+            // ---- warps 1-3: stage n's As[m][k] into At[k][m], a 4 x 4 block at a time (four
+            // LDS.128 of rows 4 mb .. + 3, four STS.128 of k 4 kb .. + 3: eight distinct 16-byte
+            // words of each warp's 32 in a bank group, the fewest wavefronts for 512 bytes)
+            constexpr int MB = BM / 4, BLOCKS = MB * (BK / 4);
+            for (int n = 0; n < n_units; ++n) {
+                const int s = n % S;
+                const uint32_t as = base + s * STAGE_BYTES, at = as + A_BYTES;
+                mbar_try_wait(a_full + 8 * s, (n / S) & 1);
+                for (int e = threadIdx.x - 32; e < BLOCKS; e += KD_SK_PRODUCERS - 32) {
+                    const int mb = e % MB, kb = e / MB;
+                    float v[4][4];
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) tma_lds4(v[r], as + 4 * ((4 * mb + r) * LDA + 4 * kb));
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) {
+                        const uint32_t dst = at + 4 * ((4 * kb + c) * BM + 4 * mb);
+                        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "f"(v[0][c]),
+                                     "f"(v[1][c]), "f"(v[2][c]), "f"(v[3][c])
+                                     : "memory");
+                    }
+                }
+                __syncwarp();
+                if (threadIdx.x % 32 == 0) mbar_arrive(full + 8 * s);
             }
         }
         return;  // the consumers wait for every copy before they leave
     }
 
-    // ---- the consumers
+    // ---- the consumers: warp (kg, wn) = group kg along K, wn along N
 #if KD_SK_REGS && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(KD_SK_REGS));
 #endif
-    const int tid = threadIdx.x - KD_SK_PRODUCERS, lane = tid % 32, warp = tid / 32;
+    const int ctid = threadIdx.x - KD_SK_PRODUCERS, lane = ctid % 32, kg = ctid / T, tid = ctid % T, wn = tid / 32;
     const int rg = lane % KD_SK_LR, cg = lane / KD_SK_LR;
-    float acc[TM][KD_SK_TN];
+    float acc[F];
 #pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < KD_SK_TN; ++j) acc[i][j] = 0.0f;
+    for (int f = 0; f < F; ++f) acc[f] = 0.0f;
     int ct = (int)(u.u0 / u.KT), ck = (int)(u.u0 % u.KT);
-    const uint32_t a_lds0 = base + 4 * (rg * LDA);
-    // the warp's columns lie in box (warp WN) / BW, at (warp WN) % BW
-    const uint32_t b_lds0 =
-        base + A_BYTES + 4 * ((warp * KD_SK_WN) / BW * (BK * BW) + (warp * KD_SK_WN) % BW + 4 * cg);
-    for (int n = 0; n < n_units; ++n) {
-        const int s = n % S;
-        mbar_wait(full + 8 * s, (n / S) & 1);
-        kd_stage_fma<TM>(acc, a_lds0 + s * STAGE_BYTES, b_lds0 + s * STAGE_BYTES);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty + 8 * s);  // the warp's loads of stage s are done
-
-        const int t = ct;
-        const bool tile_done = ck + 1 == u.KT;
-        if (++ck == u.KT) ck = 0, ++ct;
-        if (!tile_done && n + 1 != n_units) continue;  // the same in every consumer
-        kd_tile_end<BM>(acc, t, tile_done, u, M, N, alpha, beta, C, ws, tickets, tid, warp, rg, cg, &kd_sk_last);
+    const uint32_t a_lds0 = base + A_BYTES + 4 * (GK * kg * BM + TM * rg);
+    // the warp's columns lie in box (wn WN) / BW, at (wn WN) % BW
+    const uint32_t b_box =
+        base + A_BYTES + AT_BYTES + 4 * ((wn * KD_SK_WN) / BW * (BK * BW) + GK * kg * BW + (wn * KD_SK_WN) % BW);
+    const uint32_t b_lds0 = b_box + 4 * (4 * cg), b_lde0 = b_box + 4 * (4 * KD_SK_LC * KD_SK_TN4 + KD_SK_TE * cg);
+    // The block's part of one tile at a time: units n .. n + seg - 1 of tile t, then its end. (The
+    // tile's end outside this inner loop: inside it, ptxas moved the sums between registers every
+    // stage.)
+    for (int n = 0; n < n_units;) {
+        const int t = ct, seg = min(n_units - n, u.KT - ck);
+        const bool tile_done = ck + seg == u.KT;
+        ck = 0, ++ct;
+        for (const int n_end = n + seg; n < n_end; ++n) {
+            const int s = n % S;
+            mbar_try_wait(full + 8 * s, (n / S) & 1);
+            kd_stage_fma<TM>(acc, a_lds0 + s * STAGE_BYTES, b_lds0 + s * STAGE_BYTES, b_lde0 + s * STAGE_BYTES);
+            __syncwarp();
+            // the warp is done with stage s (the tile's last stays held where the groups' sums meet in it)
+            if (lane == 0 && (KD_SK_KW == 1 || n + 1 < n_end)) mbar_arrive(empty + 8 * s);
+        }
+        if (KD_SK_KW > 1) {
+            // The groups' sums added in the tile's last stage, in rounds: the upper half of the
+            // `active` groups leaves its sums there and the lower half adds them (a fixed order,
+            // the same every run); the stage is released after.
+            const int s = (n - 1) % S;
+            float *const rs = reinterpret_cast<float *>(kd_sk_smem + (base - tma_saddr(kd_sk_smem)) + s * STAGE_BYTES);
+            kd_consumers_sync();  // every warp's loads of stage s are done
+#pragma unroll
+            for (int active = KD_SK_KW; active > 1; active = (active + 1) / 2) {
+                const int half = (active + 1) / 2;
+                if (kg >= half && kg < active)
+                    kd_flat_put(acc, rs + (size_t)(kg - half) * (BM * BN), T, tid, kd_put_s<KdFlat<F>::V>);
+                kd_consumers_sync();
+                if (kg < active - half) kd_flat_add(acc, rs + (size_t)kg * (BM * BN), T, tid, kd_get_s<KdFlat<F>::V>);
+                if (half > 1) kd_consumers_sync();
+            }
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // before the copy engine writes it again
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty + 8 * s);
+        }
+        if (kg == 0)
+            kd_tile_end<BM>(acc, t, tile_done, u, M, N, alpha, beta, C, ws, tickets, tid, wn, rg, cg, &kd_sk_last);
+#pragma unroll
+        for (int f = 0; f < F; ++f) acc[f] = 0.0f;
     }
 #endif
 }

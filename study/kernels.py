@@ -338,9 +338,10 @@ KERNELS: tuple[Kernel, ...] = (
     # Beside the ladder: a rung for one family of shapes (``meant_for``).
     Kernel(
         "KD", "cuda", "decode rung: M < 9 streams B once with 128-bit loads (K over 16 k-groups per block at "
-        "M = 1, 8 above); M >= 9 on sm_90 in tiles of 16 or 32 rows x 256 columns, a producer warp group's "
-        "tensor copies through 4 shared-memory stages for 4 consumer warps (setmaxnreg gives them its "
-        "registers), the work cut evenly over the blocks (stream-K); K splits summed in a fixed order",
+        "M = 1, 8 above); M >= 9 on sm_90 in tiles of 16 or 32 rows x 144 columns, one block per SM, a "
+        "producer warp group's tensor copies (A transposed by three of its warps) through 4 shared-memory "
+        "stages for 8 consumer warps, 4 groups along K (setmaxnreg gives them its registers), the work cut "
+        "evenly over the blocks (stream-K); K splits summed in a fixed order",
         source="cuda_kernels/kd_decode_gemv.cu", meant_for="decode",
     ),
     # Triton twins: same block tile and threads per block as their CUDA kernel.

@@ -229,8 +229,8 @@ DECODE = [k for k in kernels.KERNELS if k.meant_for == "decode"]
 @pytest.mark.parametrize("shape", [(1, 18944, 3584), (32, 18944, 3584), (9, 1000, 4), (3, 260, 36),
                                    (1, 4096, 4100), (33, 64, 8196), (17, 4, 4096),
                                    # KD's two paths: M <= 8 streams B, M >= 9 tiles C (16 rows to
-                                   # M = 16, then 32 a tile); N past a 256-column tile, K past a
-                                   # 16-value stage, several row tiles, a tile shared by blocks
+                                   # M = 16, then 32 a tile); N past a 144-column tile, K past a
+                                   # 64-value stage, several row tiles, a tile shared by blocks
                                    (8, 18944, 3584), (16, 18944, 3584), (64, 18944, 3584),
                                    (9, 300, 516), (16, 2052, 1028), (31, 1000, 2004), (100, 520, 2000),
                                    (48, 260, 36), (40, 18948, 3588)],
