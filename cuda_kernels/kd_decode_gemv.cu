@@ -632,8 +632,8 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
         }
         if (threadIdx.x >= 32) {
             // ---- warps 1-3: stage n's As[m][k] into At[k][m], a 4 x 4 block at a time (four
-            // LDS.128 of rows 4 mb .. + 3, four STS.128 of k 4 kb .. + 3: eight distinct 16-byte
-            // words of each warp's 32 in a bank group, the fewest wavefronts for 512 bytes)
+            // LDS.128 of rows 4 mb .. + 3, four STS.128 of k 4 kb .. + 3; at BM = 32 a warp's 32
+            // accesses of 16 bytes fall evenly on the 8 bank groups: 4 wavefronts, the fewest)
             constexpr int MB = BM / 4, BLOCKS = MB * (BK / 4);
             for (int n = 0; n < n_units; ++n) {
                 const int s = n % S;
@@ -791,7 +791,7 @@ void launch_kd_gemv(int M, int N, int K, float alpha, const float *A, const floa
     KdWorkspace &w = kd_workspace[dev % 64];
     if (!w.sms) cudaDeviceGetAttribute(&w.sms, cudaDevAttrMultiProcessorCount, dev);
     if (!w.major) cudaDeviceGetAttribute(&w.major, cudaDevAttrComputeCapabilityMajor, dev);
-    // The tiled path: BM the smallest of 4, 8, 16, 32 at least M; a grid of WS_BLOCKS_PER_SM blocks
+    // The tiled path: BM the smallest of 4, 8, 16, 32 at least M; a grid of SK_BLOCKS_PER_SM blocks
     // per SM (at most what fits), each given at least SK_MIN_KTILES stages of K. Where the tensor
     // maps cannot be made, the streaming path below takes every M.
     int v = 0;
