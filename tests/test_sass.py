@@ -10,6 +10,7 @@ import json
 import math
 import re
 import subprocess
+import types
 
 import pytest
 
@@ -419,6 +420,31 @@ def test_tiled_loop_holds_the_unrolled_k_steps_of_a_phase(cuda_table, k):
     words = r["loop_LDS32"] + 2 * r["loop_LDS64"] + 4 * r["loop_LDS128"]
     loads = (c.lds_dist + c.lds_bcast) * c.fma_per_phase // c.fma_per_k
     assert words == loads * c.lds_bits // 32
+
+
+@needs_tools
+@pytest.mark.parametrize("arch_specific", [False, True], ids=["sm_90", "sm_90a"])
+@pytest.mark.parametrize("fn, rows", [("kd_gemv_sk_m32", 32), ("kd_gemv_sk_m16", 16)])
+def test_kd_tiled_stage_loop_multiplies_from_shared_memory_only(sass_cache, fn, rows, arch_specific):
+    """KD's tiled path, which the SASS table does not read (KD's row is the registered kd_gemv,
+    M = 1), as the table builds KD (sm_90) and as the extension builds it on an H200 (sm_90a): a
+    consumer lane holds BM / 4 rows x 9 columns and takes 16 values of k a stage; per k, its rows
+    of At in BM / 16 LDS.128 and its columns of B in 2 LDS.128 and 1 LDS.32 (9 = 4 + 4 + 1). The
+    loop around one stage holds exactly those, and nothing from global or local memory (B and A
+    arrive by tensor copies, waited for on mbarriers), and no barrier instruction."""
+    kd = next(k for k in CUDA if k.id == "KD")
+    build = types.SimpleNamespace(id=kd.id, source=kd.source, needs_sm90=True) if arch_specific else kd
+    instrs = sass.dump_sass(tc.compile_cuda(build, ARCH), fn)
+    lane_rows, lane_cols, k_stage = rows // 4, 9, 16
+    loops = [sass.histogram(instrs[s : e + 1]) for s, e in sass.find_loops(instrs)]
+    stage = [h for h in loops if h["FFMA"] == k_stage * lane_rows * lane_cols]
+    assert len(stage) == 1, [h["FFMA"] for h in loops if h["FFMA"]]
+    h = stage[0]
+    assert (h["LDS128"], h["LDS32"], h["LDS64"]) == (k_stage * (lane_rows // 4 + 2), k_stage, 0)
+    assert h["LDG"] + h["LDGSTS"] + h["LDL"] + h["STL"] + h["BAR"] + h["STS"] == 0
+    # what is left is per stage, not per k (the mbarrier wait, the stage's release, the counters):
+    # under 32 instructions, where one more instruction per k would add 16
+    assert h["total"] - h["FFMA"] - h["LDS"] < 32
 
 
 @needs_tools
