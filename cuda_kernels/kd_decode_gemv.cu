@@ -426,32 +426,22 @@ __device__ __forceinline__ void kd_flat_add(float (&acc)[F], const float *src, i
 #pragma unroll
     for (int f = 0; f < F; ++f) acc[f] += v[f];
 }
-template <int V>
-__device__ __forceinline__ void kd_put_cg(float *p, const float *v) {  // global, L2 only
-    if constexpr (V == 4) __stcg(reinterpret_cast<float4 *>(p), kd_f4(v));
-    else __stcg(p, v[0]);
-}
-template <int V>
-__device__ __forceinline__ void kd_get_cg(const float *p, float *v) {
-    if constexpr (V == 4) {
-        const float4 x = __ldcg(reinterpret_cast<const float4 *>(p));
-        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-    } else {
-        v[0] = __ldcg(p);
-    }
-}
-template <int V>
-__device__ __forceinline__ void kd_put_s(float *p, const float *v) {  // shared
-    if constexpr (V == 4) *reinterpret_cast<float4 *>(p) = kd_f4(v);
+// One access of V floats (4: 16 bytes) at p: in global memory through the L2 only (the slots), or
+// in shared memory (the groups' sums).
+template <int V, bool GLOBAL>
+__device__ __forceinline__ void kd_put(float *p, const float *v) {
+    if constexpr (V == 4 && GLOBAL) __stcg(reinterpret_cast<float4 *>(p), kd_f4(v));
+    else if constexpr (V == 4) *reinterpret_cast<float4 *>(p) = kd_f4(v);
+    else if constexpr (GLOBAL) __stcg(p, v[0]);
     else *p = v[0];
 }
-template <int V>
-__device__ __forceinline__ void kd_get_s(const float *p, float *v) {
+template <int V, bool GLOBAL>
+__device__ __forceinline__ void kd_get(const float *p, float *v) {
     if constexpr (V == 4) {
-        const float4 x = *reinterpret_cast<const float4 *>(p);
+        const float4 x = GLOBAL ? __ldcg(reinterpret_cast<const float4 *>(p)) : *reinterpret_cast<const float4 *>(p);
         v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
     } else {
-        v[0] = *p;
+        v[0] = GLOBAL ? __ldcg(p) : *p;
     }
 }
 
@@ -523,7 +513,7 @@ __device__ __forceinline__ void kd_tile_end(float (&acc)[TM * KD_SK_TN], int t, 
     constexpr int V = KdFlat<F>::V;
     const long long b = blockIdx.x;
     float *slot = ws + (2 * b + (t == u.u0 / u.KT ? 0 : 1)) * (BM * KD_SK_BN);
-    kd_flat_put(acc, slot, T, tid, kd_put_cg<V>);
+    kd_flat_put(acc, slot, T, tid, kd_put<V, true>);
     const long long first = u.block_of(t_begin), final_ = u.block_of(t_end - 1);
     kd_group0_sync();
     if (tid == 0) *last = kd_ticket(&tickets[t], (unsigned)(final_ - first));
@@ -534,7 +524,7 @@ __device__ __forceinline__ void kd_tile_end(float (&acc)[TM * KD_SK_TN], int t, 
     for (int f = 0; f < F; ++f) acc[f] = 0.0f;
     for (long long p = first; p <= final_; ++p) {
         const long long sl = 2 * p + (u.start_of(p) / u.KT == t ? 0 : 1);
-        kd_flat_add(acc, ws + sl * (BM * KD_SK_BN), T, tid, kd_get_cg<V>);
+        kd_flat_add(acc, ws + sl * (BM * KD_SK_BN), T, tid, kd_get<V, true>);
     }
     store();
     if (tid == 0) tickets[t] = 0;  // ready for the next launch
@@ -700,9 +690,10 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
             for (int active = KD_SK_KW; active > 1; active = (active + 1) / 2) {
                 const int half = (active + 1) / 2;
                 if (kg >= half && kg < active)
-                    kd_flat_put(acc, rs + (size_t)(kg - half) * (BM * BN), T, tid, kd_put_s<KdFlat<F>::V>);
+                    kd_flat_put(acc, rs + (size_t)(kg - half) * (BM * BN), T, tid, kd_put<KdFlat<F>::V, false>);
                 kd_consumers_sync();
-                if (kg < active - half) kd_flat_add(acc, rs + (size_t)kg * (BM * BN), T, tid, kd_get_s<KdFlat<F>::V>);
+                if (kg < active - half)
+                    kd_flat_add(acc, rs + (size_t)kg * (BM * BN), T, tid, kd_get<KdFlat<F>::V, false>);
                 if (half > 1) kd_consumers_sync();
             }
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // before the copy engine writes it again
