@@ -27,10 +27,11 @@
 // group (lane 0 of its first warp issues the copies, warps 1-3 transpose each stage's A into
 // At[k][m]; setmaxnreg hands the group's registers to the consumers, SK_PRODUCER_REGS and
 // SK_REGS each), and SK_KW groups along K of SK_NW consumer warps multiply (a lane BM / 4 adjacent
-// rows x SK_TN columns, from LDS.128 of At and of B), their sums added in shared memory at a
-// tile's end. The work, (tile, stage of K) units, is cut evenly over the blocks (stream-K: no wave
-// quantisation); a tile a block covers whole is stored, a part of one goes to a workspace slot
-// and the tile's last block (an integer ticket) adds the parts in the order of K.
+// rows x SK_TN columns, from LDS.128 of At and of B; a group waits only for its own SK_GK rows of
+// each stage of B), their sums added in shared memory at a tile's end. The work, (tile, stage of
+// K) units, is cut evenly over the blocks (stream-K: no wave quantisation); a tile a block covers
+// whole is stored, a part of one goes to a workspace slot and the tile's last block (an integer
+// ticket) adds the parts in the order of K.
 //
 // No float atomics anywhere: the result is the same bit for bit from run to run.
 // Parameters (-D overrides): M1_TX, M1_TG, M1_UNROLL, TX, TG, UNROLL, MT_MAX, BLOCKS_PER_SM,
@@ -46,9 +47,15 @@
 // the 132 SMs one whole tile, where the earlier design below split every tile over K), 8 consumer
 // warps (2 along N x 4 groups along K) of 8 x 9 lanes, 16 k a group a stage, 4 stages, At[k][m]
 // written by producer warps 1-3, the consumers waiting with try_wait: 97.8 - 98.2 us (M = 16
-// 74.7 - 75.4 against 135.5; M = 64 183.4 - 184.8 against 223.6). On the way, in order, each
-// beside the one before: 12 k a group, the groups' sums in a room of their own, As[m][k] read as
-// before: 105.0 - 105.2 us against the earlier design's 106.7 - 108.0 (16 k and 3 stages:
+// 74.7 - 75.4 against 135.5; M = 64 183.4 - 184.8 against 223.6); then B's rows of each group on
+// the group's own barrier (a group starts on a stage once its 16 rows are in, not all 64): in five
+// probe runs 95.6 - 95.8 against 97.9 - 98.2, 97.1 - 97.3 against 99.8 - 100.0, 97.1 - 97.6
+// against 98.7 - 99.6, 95.8 - 96.8 against 97.2 - 98.7 and 98.3 - 98.8 against 99.5 - 99.9 us
+// (cuBLAS 124.5 - 125.9; M = 64 181.0 - 182.5 against 184.4 - 186.0, M = 16 alike; ncu's
+// samples of the consumers at their wait for a stage: 104 against 230, beside about 6,900 in the
+// stage loop). On the way there, in order, each beside the one before: 12 k a group, the
+// groups' sums in a room of their own, As[m][k] read as before: 105.0 - 105.2 us against the
+// earlier design's 106.7 - 108.0 (16 k and 3 stages:
 // 102.6 - 103.1); the sums meeting in the tile's last stage inside the per-stage loop:
 // 112.7 - 113.5 (ptxas moved the sums between registers every stage, 75 MOVs), the tile's end out
 // of that loop: 100.7 - 101.3 (3 or 5 stages, 24 k a group: 101.0 - 102.1); At: 99.1 - 99.3 against
@@ -58,7 +65,14 @@
 // us in two runs, long-scoreboard and dispatch stalls up), 8 or 12 k a group (105.4; 12 k with 5 stages
 // 100.7 - 100.9), 3 stages (98.5 - 99.4), the copies of the first stage waited for before the
 // others are issued (98.8 - 99.5), and 18 columns a lane (one warp along N: ptxas spills and 60%
-// of the FFMAs read two sources of one register parity; not timed). Where the time goes (M = 32,
+// of the FFMAs read two sources of one register parity; not timed). Slower or no better than
+// the groups' own barriers, in the same five runs: each group's A in a box of its own and its
+// stage released group by group (119 - 122 us), the next fragments loaded across the stage's end
+// (two sets a lane: 97.4 - 99.3 against 95.8 - 97.6), the groups' sums by recursive halving with
+// every group storing its share (98.8 - 99.0 against 97.1 - 97.3), At's part of each group
+// announced by the warp that wrote it (96.0 - 96.4 against 95.6 - 95.8), prefetch.tensormap
+// (97.8 against 97.2), a nanosleep back-off or a suspend-time hint in the producers' waits, 12
+// consumer warps (6 groups of 8 k, 4 or 5 stages: 109 - 121 us). Where the time goes (M = 32,
 // globaltimer at four points in every block, At not yet): the first stage lands 2.3 - 4.0 us
 // after the start, the loop takes 94 - 96 us, the groups' sums and the stores 1.7 us; without B's
 // copies (A's alone) the kernel takes 96.8 us against 101.3, at 1.97 GHz; at K = 1792, 3584 and
@@ -310,8 +324,9 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 // against a slab of B, B streamed through shared memory in SK_STAGES stages so that many of its
 // bytes are in flight while the FMAs of an earlier stage run. Warp-specialised, one block per SM:
 // - a producer warp group: lane 0 of warp 0 issues the tensor copies of a stage (A's BM x (BK + 4)
-//   box and B's BK x BN, in boxes of at most 256 columns, from block-uniform coordinates: one
-//   instruction each, no per-thread address); warps 1-3 copy each stage's A, as it lands
+//   box and B's BK x BN as one GK x BN part per group along K, each on the group's own barrier,
+//   in boxes of at most 256 columns, from block-uniform coordinates: one instruction each, no
+//   per-thread address); warps 1-3 copy each stage's A, as it lands
 //   (As[m][k]), into At[k][m], so that a consumer lane reads the values of its rows for one k
 //   with LDS.128; setmaxnreg hands most of the group's registers to the consumers;
 // - SK_WARPS consumer warps that only multiply and release the stage (mbarriers), synchronising
@@ -384,8 +399,9 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
 #define KD_SK_A_BYTES(bm) ((KD_SK_A_BOX(bm) + 127) / 128 * 128)  // its room: At lands 128-byte aligned
 #define KD_SK_AT_BYTES(bm) (KD_SK_BK * (bm) * 4)                 // At[BK][BM]: a multiple of 128 bytes
 #define KD_SK_STAGE_BYTES(bm) (KD_SK_A_BYTES(bm) + KD_SK_AT_BYTES(bm) + KD_SK_BK * KD_SK_BN * 4)
-// Bytes of dynamic shared memory of the kernel of BM rows: the stages, 3 barriers each, alignment.
-#define KD_SK_SMEM(bm) (KD_SK_STAGES * KD_SK_STAGE_BYTES(bm) + 24 * KD_SK_STAGES + 128)
+// Bytes of dynamic shared memory of the kernel of BM rows: the stages, SK_KW + 2 barriers each,
+// alignment.
+#define KD_SK_SMEM(bm) (KD_SK_STAGES * KD_SK_STAGE_BYTES(bm) + 8 * (KD_SK_KW + 2) * KD_SK_STAGES + 128)
 
 static_assert(KD_SK_GK % 4 == 0 && KD_SK_GK >= 4, "whole float4 of k per group and stage");
 static_assert(KD_SK_STAGES >= 2, "at least two stages");
@@ -583,17 +599,21 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
     extern __shared__ __align__(128) unsigned char kd_sk_smem[];
     __shared__ bool kd_sk_last;
     const uint32_t base = (tma_saddr(kd_sk_smem) + 127) & ~uint32_t(127);
-    // Stage s at base + s STAGE_BYTES: As (A as copied), At, Bs. Its barriers: full (Bs landed and
-    // At written), empty (the consumers are done with it), a_full (As landed).
-    const uint32_t full = base + S * STAGE_BYTES, empty = full + 8 * S, a_full = empty + 8 * S;  // + 8 s
+    // Stage s at base + s STAGE_BYTES: As (A as copied), At, Bs. Its barriers: full + 8 (KW s + g)
+    // (group g's rows of Bs landed and At written), empty + 8 s (the consumers are done with it),
+    // a_full + 8 s (As landed).
+    constexpr int KW = KD_SK_KW;
+    const uint32_t full = base + S * STAGE_BYTES, empty = full + 8 * S * KW, a_full = empty + 8 * S;
     const KdUnits u(M, N, K, BM, BN, BK);
     const int n_units = (int)(u.u1 - u.u0);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < S; ++s) {
-            mbar_init(full + 8 * s, 4);             // the copy's expect_tx and warps 1-3, plus Bs's bytes
-            mbar_init(a_full + 8 * s, 1);           // the copy's expect_tx, plus As's bytes
-            mbar_init(empty + 8 * s, KD_SK_WARPS);  // one arrival per consumer warp
+            // full: the copy's expect_tx and warps 1-3, plus the group's bytes of Bs; a_full: the
+            // copy's expect_tx, plus As's bytes; empty: one arrival per consumer warp
+            for (int g = 0; g < KW; ++g) mbar_init(full + 8 * (KW * s + g), 4);
+            mbar_init(a_full + 8 * s, 1);
+            mbar_init(empty + 8 * s, KD_SK_WARPS);
         }
         mbar_init_fence();
     }
@@ -604,19 +624,25 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(KD_SK_PRODUCER_REGS));
 #endif
         if (threadIdx.x == 0) {
-            // ---- lane 0 of warp 0: unit n into stage n % S, once its last use is released
+            // ---- lane 0 of warp 0: unit n into stage n % S, once its last use is released; B's
+            // rows of each group on the group's own barrier, in the groups' order (a group starts
+            // on a stage as soon as its GK rows are in: the first stage's wait is shorter)
             int t = (int)(u.u0 / u.KT), kt = (int)(u.u0 % u.KT);
             for (int n = 0; n < n_units; ++n) {
-                const int s = n % S;
+                const unsigned s = (unsigned)n % S;
                 const uint32_t stage = base + s * STAGE_BYTES;
-                if (n >= S) mbar_try_wait(empty + 8 * s, ((n / S) - 1) & 1);
+                if (n >= S) mbar_try_wait(empty + 8 * s, (((unsigned)n / S) - 1) & 1);
                 mbar_expect(a_full + 8 * s, KD_SK_A_BOX(BM));
                 tma_load_2d(stage, map_a, kt * BK, (t / u.slabs) * BM, a_full + 8 * s);
-                mbar_expect(full + 8 * s, BK * BN * 4);
 #pragma unroll
-                for (int j = 0; j < BN / BW; ++j)
-                    tma_load_2d(stage + A_BYTES + AT_BYTES + j * (BK * BW * 4), map_b, (t % u.slabs) * BN + j * BW,
-                                kt * BK, full + 8 * s);
+                for (int g = 0; g < KW; ++g) {
+                    const uint32_t bar = full + 8 * (KW * s + g);
+                    mbar_expect(bar, GK * BN * 4);
+#pragma unroll
+                    for (int j = 0; j < BN / BW; ++j)
+                        tma_load_2d(stage + A_BYTES + AT_BYTES + 4 * (j * (BK * BW) + g * (GK * BW)), map_b,
+                                    (t % u.slabs) * BN + j * BW, kt * BK + g * GK, bar);
+                }
                 if (++kt == u.KT) kt = 0, ++t;
             }
         }
@@ -626,9 +652,9 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
             // accesses of 16 bytes fall evenly on the 8 bank groups: 4 wavefronts, the fewest)
             constexpr int MB = BM / 4, BLOCKS = MB * (BK / 4);
             for (int n = 0; n < n_units; ++n) {
-                const int s = n % S;
+                const unsigned s = (unsigned)n % S;
                 const uint32_t as = base + s * STAGE_BYTES, at = as + A_BYTES;
-                mbar_try_wait(a_full + 8 * s, (n / S) & 1);
+                mbar_try_wait(a_full + 8 * s, ((unsigned)n / S) & 1);
                 for (int e = threadIdx.x - 32; e < BLOCKS; e += KD_SK_PRODUCERS - 32) {
                     const int mb = e % MB, kb = e / MB;
                     float v[4][4];
@@ -643,7 +669,8 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
                     }
                 }
                 __syncwarp();
-                if (threadIdx.x % 32 == 0) mbar_arrive(full + 8 * s);
+                if (threadIdx.x % 32 == 0)
+                    for (int g = 0; g < KW; ++g) mbar_arrive(full + 8 * (KW * s + g));
             }
         }
         return;  // the consumers wait for every copy before they leave
@@ -672,8 +699,8 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
         const bool tile_done = ck + seg == u.KT;
         ck = 0, ++ct;
         for (const int n_end = n + seg; n < n_end; ++n) {
-            const int s = n % S;
-            mbar_try_wait(full + 8 * s, (n / S) & 1);
+            const unsigned s = (unsigned)n % S;  // unsigned: % and / by S without a sign correction
+            mbar_try_wait(full + 8 * (KW * s + kg), ((unsigned)n / S) & 1);
             kd_stage_fma<TM>(acc, a_lds0 + s * STAGE_BYTES, b_lds0 + s * STAGE_BYTES, b_lde0 + s * STAGE_BYTES);
             __syncwarp();
             // the warp is done with stage s (the tile's last stays held where the groups' sums meet in it)
@@ -683,7 +710,7 @@ __device__ __forceinline__ void kd_sk_body(int M, int N, int K, float alpha, flo
             // The groups' sums added in the tile's last stage, in rounds: the upper half of the
             // `active` groups leaves its sums there and the lower half adds them (a fixed order,
             // the same every run); the stage is released after.
-            const int s = (n - 1) % S;
+            const unsigned s = (unsigned)(n - 1) % S;
             float *const rs = reinterpret_cast<float *>(kd_sk_smem + (base - tma_saddr(kd_sk_smem)) + s * STAGE_BYTES);
             kd_consumers_sync();  // every warp's loads of stage s are done
 #pragma unroll
@@ -797,7 +824,7 @@ void launch_kd_gemv(int M, int N, int K, float alpha, const float *A, const floa
     const TmaEncode encode = tiled && M >= KD_SK_MIN_M && w.major >= 9 ? tma_encoder() : nullptr;
     CUtensorMap map_a, map_b;
     if (encode && tma_map(encode, &map_a, A, M, K, bm, KD_SK_LDA) &&
-        tma_map(encode, &map_b, B, K, N, KD_SK_BK, KD_SK_BW)) {
+        tma_map(encode, &map_b, B, K, N, KD_SK_GK, KD_SK_BW)) {
         void (*const kernels[4])(SGEMM_KERNEL_PARAMS, float *, unsigned *, const CUtensorMap, const CUtensorMap) = {
             kd_gemv_sk_m4, kd_gemv_sk_m8, kd_gemv_sk_m16, kd_gemv_sk_m32};
         const int smem[4] = {KD_SK_SMEM(4), KD_SK_SMEM(8), KD_SK_SMEM(16), KD_SK_SMEM(32)};

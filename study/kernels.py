@@ -340,8 +340,9 @@ KERNELS: tuple[Kernel, ...] = (
         "KD", "cuda", "decode rung: M < 9 streams B once with 128-bit loads (K over 16 k-groups per block at "
         "M = 1, 8 above); M >= 9 on sm_90 in tiles of 16 or 32 rows x 144 columns, one block per SM, a "
         "producer warp group's tensor copies (A transposed by three of its warps) through 4 shared-memory "
-        "stages for 8 consumer warps, 4 groups along K (setmaxnreg gives them its registers), the work cut "
-        "evenly over the blocks (stream-K); K splits summed in a fixed order",
+        "stages for 8 consumer warps, 4 groups along K that each wait for their own rows of B (setmaxnreg "
+        "gives them its registers), the work cut evenly over the blocks (stream-K); K splits summed in a "
+        "fixed order",
         source="cuda_kernels/kd_decode_gemv.cu", meant_for="decode",
     ),
     # Triton twins: same block tile and threads per block as their CUDA kernel.
