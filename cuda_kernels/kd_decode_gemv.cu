@@ -67,16 +67,17 @@
 // others are issued (98.8 - 99.5), and 18 columns a lane (one warp along N: ptxas spills and 60%
 // of the FFMAs read two sources of one register parity; not timed). Slower or no better than
 // the groups' own barriers, in the same five runs: each group's A in a box of its own and its
-// stage released group by group (119 - 122 us), the next fragments loaded across the stage's end
-// (two sets a lane: 97.4 - 99.3 against 95.8 - 97.6), the groups' sums by recursive halving with
-// every group storing its share (98.8 - 99.0 against 97.1 - 97.3), At's part of each group
-// announced by the warp that wrote it (96.0 - 96.4 against 95.6 - 95.8), prefetch.tensormap
-// (97.8 against 97.2), a nanosleep back-off or a suspend-time hint in the producers' waits, 12
-// consumer warps (6 groups of 8 k, 4 or 5 stages: 109 - 121 us). Where the time goes (M = 32,
-// globaltimer at four points in every block, At not yet): the first stage lands 2.3 - 4.0 us
-// after the start, the loop takes 94 - 96 us, the groups' sums and the stores 1.7 us; without B's
-// copies (A's alone) the kernel takes 96.8 us against 101.3, at 1.97 GHz; at K = 1792, 3584 and
-// 7168 it takes 55.1, 101.3 and 192 us: about 10 us that do not grow with K.
+// stage released group by group (119 - 122 us, and it failed under repeated launches at M = 16),
+// the next fragments loaded across the stage's end (two sets a lane: 97.4 - 99.3 against
+// 95.8 - 97.6), the groups' sums by recursive halving with every group storing its share
+// (98.8 - 99.0 against 97.1 - 97.3), At's part of each group announced by the warp that wrote it
+// (96.0 - 96.4 against 95.6 - 95.8), prefetch.tensormap (97.8 against 97.2), 12 consumer warps (6
+// groups of 8 k, 4 or 5 stages: 109 - 121 us); in two runs before them, a nanosleep back-off
+// (200 - 1000 ns) or a suspend-time hint in the producers' waits (no better). Where the time
+// goes (M = 32, globaltimer at four points in every block, At not yet): the first stage lands
+// 2.3 - 4.0 us after the start, the loop takes 94 - 96 us, the groups' sums and the stores 1.7 us;
+// without B's copies (A's alone) the kernel takes 96.8 us against 101.3, at 1.97 GHz; at
+// K = 1792, 3584 and 7168 it takes 55.1, 101.3 and 192 us: about 10 us that do not grow with K.
 // The earlier design (two blocks per SM, 32 x 256 tiles each split over K by stream-K, four
 // consumer warps of 8 x 8 lanes reading As[m][k], 16 k a stage): 4 stages and 2 blocks per SM
 // were the best of 17 variants (stages 2 .. 8, 8 to 32 values of k a stage, 2 or 4 consumer
