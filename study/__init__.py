@@ -4,7 +4,7 @@ import os
 
 # cuBLAS reads this when it initialises: pin TF32 off before anything touches CUDA. This
 # deliberately overrides any value already in the environment: a study whose baseline may run
-# on tensor cores measures nothing (study.baseline also pins and verifies it).
+# on tensor cores measures nothing (study.measure.baseline also pins and verifies it).
 os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
 # FMA contraction is what turns a*b + c into FFMA; newer Triton warns unless it is said explicitly.
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")

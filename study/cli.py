@@ -149,10 +149,10 @@ def sweep_dir(text: str | None):
 
     if not torch.cuda.is_available():
         raise InputError("the sweep measures: it needs a CUDA GPU, and none is visible")
-    from study import gpu as gpu_mod
-    from study import rundir
+    from study.measure import device
+    from study.rundata import rundir
 
-    gpu = gpu_mod.from_device()
+    gpu = device.from_device()
     rd = rundir.RunDir(out)
     rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), resume=True)  # one GPU per directory
     rd.create()

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from study import rundir
-from study.rows import main_rows
-from study.rundir import RunDir
+from study.rundata import rundir
+from study.rundata.rows import main_rows
+from study.rundata.rundir import RunDir
 
 WIDTH = 120
 # column -> (heading, format)

@@ -19,10 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from study import cli, experiments, kernels, rundir
+from study import cli, experiments, kernels
 from study.cli import say
 from study.errors import InputError
-from study.rundir import RunDir
+from study.rundata import rundir
+from study.rundata.rundir import RunDir
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "reports"  # the reference run, committed
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return cli.main(body)
     except RuntimeError as e:
-        from study.baseline import TF32Leak
+        from study.measure.baseline import TF32Leak
 
         if isinstance(e, TF32Leak):
             print(f"error: {e}", file=sys.stderr)
@@ -142,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
 def replay(plan: Plan) -> int:
     """Ledgers and model from recorded times: pure arithmetic, no GPU; a full run directory."""
     from study import derive
-    from study import results as results_io
-    from study.gpu import GPU
+    from study.rundata import results as results_io
+    from study.rundata.gpu import GPU
 
     gpu = GPU.from_json(plan.gpu_file)
     rows = results_io.read(plan.times, required=["kernel", "M", "N", "K", "ms"])
@@ -195,19 +196,21 @@ def recorded(plan: Plan) -> int:
 def measure(plan: Plan) -> int:
     import torch
 
-    from study import baseline, bench, derive, measure, results
-    from study import gpu as gpu_mod
+    from study import derive
     from study.derive import ledgers as led
+    from study.measure import baseline, bench, device
+    from study.measure import plan as measuring
+    from study.rundata import results
 
     baseline.pin_fp32()
     if "main" in plan.experiments:  # before anything is timed: a shape that cannot fit is refused
         free, _total = torch.cuda.mem_get_info()
-        measure.check_fits(plan.main_shape, free)
-    gpu = gpu_mod.from_device()
+        measuring.check_fits(plan.main_shape, free)
+    gpu = device.from_device()
     rd = RunDir(plan.out)
     rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), plan.resume)
     rd.create()
-    gpu = bandwidth_roofs(gpu, rd, bench)
+    gpu = bandwidth_roofs(gpu, rd)
     if not rd.has(rundir.GPU):
         gpu.to_json(rd.file(rundir.GPU))  # which GPU this directory holds, before the first row
     run_id = results.new_run_id()
@@ -219,7 +222,7 @@ def measure(plan: Plan) -> int:
         f"run {run_id}"
     )
 
-    failed = measure.correctness_sweep(plan.kernels, bench)
+    failed = measuring.correctness_sweep(plan.kernels)
     for kid, msg in failed.items():
         say(f"{kid} FAILED its correctness check: {msg}; it will not be timed")
     live = [k for k in plan.kernels if k.id not in failed]
@@ -229,16 +232,13 @@ def measure(plan: Plan) -> int:
     done = results.done_keys(rows_file.path)
     todo = [
         (p, k)
-        for p, k in measure.plan(live, plan.experiments, plan.main_shape)
-        if measure.key(p, k) not in done
+        for p, k in measuring.plan(live, plan.experiments, plan.main_shape)
+        if measuring.key(p, k) not in done
     ]
     if done:
         say(f"--resume: {len(done)} rows already in {rows_file.path}; {len(todo)} measurements to go")
-    flush = bench.L2Flush(gpu.l2_bytes)
+    measurer = measuring.Measurer(bench.L2Flush(gpu.l2_bytes), plan.target_s)
     peak = gpu.peak_gflops()
-
-    def measure_fn(k, shape):
-        return measure.measure_one(k, shape, flush, plan.target_s, bench, torch, gpu_mod)
 
     def guard(k, shape, row):
         if k.impl == "cublas":  # TF32 must not leak into the denominator of every % of cuBLAS
@@ -247,7 +247,7 @@ def measure(plan: Plan) -> int:
 
     t0 = time.time()
     try:
-        measure.run_plan(todo, measure_fn, rows_file, clocks_file, {**prov, "run_id": run_id}, guard)
+        measuring.run_plan(todo, measurer, rows_file, clocks_file, {**prov, "run_id": run_id}, guard)
     except KeyboardInterrupt:
         say(
             f"interrupted: the finished rows are kept in {rows_file.path}; rerun with --resume to measure "
@@ -255,13 +255,9 @@ def measure(plan: Plan) -> int:
         )
         return 130
     say(f"measured {len(todo)} rows in {time.time() - t0:.0f} s -> {rows_file.path}")
-    rows = derive.read_results(rd)
-    sampled = rows.loc[rows["experiment"] == "main", "sm_clock_mhz"].dropna()
-    if len(sampled):
-        gpu.sampled_sm_clock_mhz = float(sampled.median())
-    gpu.to_json(rd.file(rundir.GPU))
     if not plan.no_sass:
-        run_sass(plan, rd, plan.arch or f"sm_{gpu.cc.replace('.', '')}", measure.tuned_configs(rows))
+        rows = derive.read_results(rd)
+        run_sass(plan, rd, plan.arch or f"sm_{gpu.cc.replace('.', '')}", measuring.tuned_configs(rows))
     code = finish(rd, f"measured on {gpu.name}, run {run_id}", measured=True, plan=plan)
     return 1 if failed else code
 
@@ -269,13 +265,16 @@ def measure(plan: Plan) -> int:
 # --- steps ---------------------------------------------------------------------------------------
 
 
-def bandwidth_roofs(gpu, rd: RunDir, bench):
+def bandwidth_roofs(gpu, rd: RunDir, measure_roofs=None):
     """``gpu`` with the run's measured bandwidth roofs (docs/method.md#bandwidth-roof), recorded in
     gpu.json before the first row. A run being continued keeps the roofs its gpu.json records: they
     are never re-measured into another value; one that records none measures them now and adds
     them. A device that cannot be measured (no CUDA, out of memory) leaves them unset, with one line."""
     from study.errors import first_line
-    from study.gpu import GPU
+    from study.rundata.gpu import GPU
+
+    if measure_roofs is None:
+        from study.measure.bench import bandwidth_roofs as measure_roofs
 
     path = rd.file(rundir.GPU)
     held = GPU.from_json(path) if rd.holds_rows() and rd.has(rundir.GPU) else None
@@ -284,7 +283,7 @@ def bandwidth_roofs(gpu, rd: RunDir, bench):
         return gpu.with_roofs(held.roofs())
     t0 = time.time()
     try:
-        read, copy = bench.bandwidth_roofs(gpu.l2_bytes)
+        read, copy = measure_roofs(gpu.l2_bytes)
     except (InputError, RuntimeError) as e:  # torch's out-of-memory and CUDA errors are RuntimeErrors
         say(f"bandwidth roofs not measured ({first_line(e)}): % of the read roof stays blank in this run")
         return gpu
@@ -332,10 +331,11 @@ def run_sass(plan: Plan, rd: RunDir, arch: str, configs: dict) -> None:
 def local_sass(plan: Plan, rd: RunDir) -> None:
     """SASS compiled with this machine's toolchain for a run measured elsewhere: written beside
     the run (``local/``), labelled with its toolchain, and never mixed into the run's tables."""
-    from study import console, derive, measure
+    from study import console, derive
+    from study.measure.plan import tuned_configs
 
     arch = plan.arch or "sm_90"
-    df, widths = sass_tables(plan, arch, measure.tuned_configs(derive.read_results(rd)))
+    df, widths = sass_tables(plan, arch, tuned_configs(derive.read_results(rd)))
     if df is None:
         return
     rd.local.mkdir(parents=True, exist_ok=True)

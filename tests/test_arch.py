@@ -78,7 +78,7 @@ def test_fp32_lanes_cover_the_older_capabilities_too():
     assert arch.fp32_lanes("3.5") == 192 and arch.fp32_lanes("7.0") == 64 and arch.fp32_lanes("10.1") == 128
     with pytest.raises(InputError, match="'4.2'.*known: 3.0, "):
         arch.fp32_lanes("4.2")
-    from study.gpu import fp32_lanes_per_sm
+    from study.rundata.gpu import fp32_lanes_per_sm
 
     assert fp32_lanes_per_sm("12.0") == 128
 

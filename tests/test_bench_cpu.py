@@ -2,7 +2,7 @@
 
 import math
 
-from study import bench
+from study.measure import bench
 
 
 def right(a, b, out):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study import rundir
 from study.derive import bound_tables, bounds, derive, ledgers, model
-from study.gpu import GPU
+from study.rundata import rundir
+from study.rundata.gpu import GPU
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "reports" / "data"

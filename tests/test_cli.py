@@ -9,11 +9,12 @@ import pandas as pd
 import pytest
 from conftest import HAS_CUDA
 
-from study import console, derive, measure, run
-from study import gpu as gpu_mod
+from study import console, derive, run
 from study.errors import InputError
+from study.measure import plan as measure
 from study.run import main
-from study.rundir import RunDir
+from study.rundata import gpu as gpu_mod
+from study.rundata.rundir import RunDir
 
 REPO = Path(__file__).resolve().parent.parent
 SEED_TIMES = REPO / "reports" / "data" / "rtx4090_seed.csv"
@@ -150,7 +151,7 @@ def test_check_fits():
 def test_a_main_shape_too_big_for_the_device_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys):
     import torch
 
-    from study import baseline
+    from study.measure import baseline
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (80 * 2**30, 141 * 2**30))
@@ -159,7 +160,9 @@ def test_a_main_shape_too_big_for_the_device_is_refused_before_anything_runs(tmp
     def must_not_run(*a, **k):
         raise AssertionError("reached the device before the memory check")
 
-    monkeypatch.setattr(gpu_mod, "from_device", must_not_run)
+    from study.measure import device
+
+    monkeypatch.setattr(device, "from_device", must_not_run)
     assert main(["--size", "65536", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: 65536x65536x65536 needs") and err.count("\n") == 0
@@ -346,14 +349,14 @@ def test_without_gpu_into_a_dir_holding_another_run_is_refused(tmp_path):
 def test_the_baseline_message_names_no_kernel_id():
     import torch
 
-    from study import baseline
+    from study.measure import baseline
 
     with pytest.raises(InputError, match="the cuBLAS baseline needs 2-D matrices"):
         baseline.cublas_matmul(torch.zeros(3), torch.zeros(3, 3))
 
 
 def test_tuned_configs_come_from_the_main_rows(tmp_path):
-    from study.measure import tuned_configs
+    from study.measure.plan import tuned_configs
 
     f = tmp_path / "results.csv"
     f.write_text(

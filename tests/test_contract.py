@@ -27,10 +27,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study import rundir
 from study.errors import InputError
-from study.gpu import GPU
-from study.rundir import RunDir
+from study.rundata import rundir
+from study.rundata.gpu import GPU
+from study.rundata.rundir import RunDir
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "reports" / "data"

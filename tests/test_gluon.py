@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from study import bench
+from study.measure import bench
 from study.toolchain import sass, tools
 
 MODULES = ("triton_kernels.g6_gluon", "triton_kernels.g10_gluon", "triton_kernels.g12_gluon")

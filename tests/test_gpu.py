@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from study import gpu as gpumod
 from study.errors import InputError
-from study.gpu import GPU, ClockSampler, fp32_lanes_per_sm
+from study.measure import device as gpumod
+from study.measure.device import ClockSampler
+from study.rundata.gpu import GPU, fp32_lanes_per_sm
 
 SEED_GPU = "reports/data/rtx4090_seed_gpu.json"
 
@@ -214,7 +215,7 @@ def test_read_flush_charges_no_write_back():
     the same buffer, which leaves the L2 dirty (the write-back is then charged to the stream)."""
     import torch
 
-    from study import bench
+    from study.measure import bench
 
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     x = torch.randn(4 * l2 // 4, device="cuda")
@@ -238,7 +239,7 @@ def test_time_cuda_leaves_the_host_out_of_the_kernel_time():
     repetitions are enqueued behind a hold of the device, so no start event waits for a launch."""
     import torch
 
-    from study import bench
+    from study.measure import bench
 
     x = torch.zeros(1024, device="cuda")
 

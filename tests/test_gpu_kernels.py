@@ -4,7 +4,9 @@ import math
 
 import pytest
 
-from study import bench, experiments, kernels
+from study import experiments, kernels
+from study.kernels import registration
+from study.measure import bench
 
 SHAPES = [
     (1, 1, 1), (1, 4096, 4096), (67, 131, 97), (33, 65, 17), (4097, 4097, 4097), (4096, 4096, 4096),
@@ -87,7 +89,7 @@ def test_cuda_wrappers_name_the_problem(k, bad):
 
 @pytest.mark.gpu
 def test_baseline_is_plain_fp32():
-    from study import baseline
+    from study.measure import baseline
 
     baseline.pin_fp32()
     err = bench.check(kernels.BASELINE.launcher, 2048, 2048, 2048)
@@ -148,7 +150,7 @@ def test_extension_registers_what_the_registry_reads():
 
     ext = cuda_kernels.load()
     got = sorted(tuple(r) for r in ext.registered())
-    assert got == sorted(kernels.registration(p).facts for p in cuda_kernels.cu_sources())
+    assert got == sorted(registration.read_registration(p).facts for p in cuda_kernels.cu_sources())
     for k in CUDA:
         assert k.registration.facts in got
         assert callable(getattr(ext, k.symbol)), k.symbol
@@ -196,7 +198,8 @@ def test_cuda_kernels_accumulate_into_c_with_beta(k):
 
 GRID_PROBE = """
 import sys, torch
-from study import bench, kernels
+from study import kernels
+from study.measure import bench
 k = kernels.get(sys.argv[1])
 reg = k.registration
 dim, per_block = ("N", reg.bn) if reg.y_walks_n else ("M", reg.bm)
@@ -256,7 +259,8 @@ def test_decode_kernels_are_right_and_the_same_every_run(k, shape):
 
 STREAM_PROBE = """
 import sys, torch
-from study import bench, kernels
+from study import kernels
+from study.measure import bench
 k = kernels.get("KD")
 for M, N, K in [(9, 300, 516), (16, 2052, 1028), (33, 64, 8196), (40, 18948, 3588), (100, 520, 2000)]:
     a, b = bench.random_inputs(M, N, K, seed=M + N + K)
@@ -308,7 +312,8 @@ def test_decode_rung_streams_every_m_where_it_does_not_tile():
 
 OOM_PROBE = """
 import torch, cuda_kernels
-from study import bench, kernels
+from study import kernels
+from study.measure import bench
 fn = getattr(cuda_kernels.load(), kernels.get("KD").symbol)
 M, N, K = 32, 18944, 3584
 a, b = bench.random_inputs(M, N, K, seed=5)

@@ -12,7 +12,7 @@ import pytest
 from study import kernels
 from study.derive import ledgers
 from study.errors import InputError
-from study.gpu import GPU
+from study.rundata.gpu import GPU
 
 SEED_TIMES = "reports/data/rtx4090_seed.csv"
 SEED_GPU = "reports/data/rtx4090_seed_gpu.json"

@@ -5,8 +5,10 @@ import pandas as pd
 import pytest
 import torch
 
-from study import bench, measure, run
-from study import gpu as gpu_mod
+from study import run
+from study.measure import bench, device
+from study.measure import plan as measure
+from study.rundata.gpu import GPU
 
 H200 = dict(name="Test GPU", sms=132, fp32_lanes_per_sm=128, sm_clock_mhz=1980.0, mem_clock_mhz=3201.0,
             bus_width_bits=6016, l2_bytes=60 * 2**20, cc="9.0")
@@ -14,7 +16,7 @@ H200 = dict(name="Test GPU", sms=132, fp32_lanes_per_sm=128, sm_clock_mhz=1980.0
 SPEED = {"K0": 50000.0, "K2": 6000.0, "K3": 9000.0, "K4": 20000.0, "K6": 35000.0}
 
 
-def fake_measure_one(k, shape, flush, target_s, bench, torch_mod, gpu_module):
+def fake_measure(self, k, shape):
     M, N, K = shape
     ms = 2 * M * N * K / SPEED[k.id] / 1e6
     row = {"kernel": k.id, "impl": k.impl, "M": M, "N": N, "K": K, "rel_err": 1e-6, "ms": ms,
@@ -26,12 +28,12 @@ def fake_measure_one(k, shape, flush, target_s, bench, torch_mod, gpu_module):
 @pytest.fixture
 def no_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (100 * 2**30, 141 * 2**30))
-    monkeypatch.setattr(gpu_mod, "from_device", lambda index=0: gpu_mod.GPU(**H200))
-    monkeypatch.setattr("study.bench.L2Flush", lambda l2: (lambda: None))
-    monkeypatch.setattr(measure, "correctness_sweep", lambda chosen, bench: {})
-    monkeypatch.setattr(measure, "measure_one", fake_measure_one)
+    monkeypatch.setattr(device, "from_device", lambda index=0: GPU(**H200))
+    monkeypatch.setattr("study.measure.bench.L2Flush", lambda l2: (lambda: None))
+    monkeypatch.setattr(measure, "correctness_sweep", lambda chosen: {})
+    monkeypatch.setattr(measure.Measurer, "__call__", fake_measure)
     # the bandwidth measurement at the start of a run: 1 GiB read in 0.25 ms, copied in 0.5 ms
-    monkeypatch.setattr("study.bench.bandwidth_roofs", lambda l2: (
+    monkeypatch.setattr("study.measure.bench.bandwidth_roofs", lambda l2: (
         bench.bandwidth(2**30, [0.25] * 10), bench.bandwidth(2**31, [0.5] * 10)))
 
 
@@ -44,7 +46,7 @@ def test_measure_writes_rows_ledgers_model_and_report(no_device, tmp_path):
     # the 4 CUDA kernels at the padded point (contiguous operands only); K6 runs 4100^3 where the
     # others run 4097^3
     assert len(rows) == 5 * 5 - 4 and set(rows["gpu"]) == {"Test GPU"}
-    recorded = gpu_mod.GPU.from_json(tmp_path / "data" / "gpu.json")
+    recorded = GPU.from_json(tmp_path / "data" / "gpu.json")
     assert recorded.read_gbps == pytest.approx(2**30 / 0.25e-3 / 1e9)  # 4294.97 GB/s
     assert rows.query("kernel == 'K6' and label == 'n=4097'")[["M", "N", "K"]].values.tolist() == [[4100] * 3]
     led = pd.read_csv(tmp_path / "data" / "ledgers.csv")
@@ -53,7 +55,9 @@ def test_measure_writes_rows_ledgers_model_and_report(no_device, tmp_path):
     model = pd.read_csv(tmp_path / "data" / "model.csv")
     assert "exact" in set(model["method"])
     assert (tmp_path / "data" / "gpu.json").is_file()
-    assert gpu_mod.GPU.from_json(tmp_path / "data" / "gpu.json").sampled_sm_clock_mhz == 1900.0
+    # the median clock is derived, never written back into the measured gpu.json
+    assert GPU.from_json(tmp_path / "data" / "gpu.json").sampled_sm_clock_mhz is None
+    assert set(led.query("experiment == 'main'")["sampled_clock_mhz"]) == {1900.0}
     text = (tmp_path / "REPORT.md").read_text()
     assert "measured" in text and "Test GPU" in text
 

@@ -14,10 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study import derive, profile, report
+from study import derive, report
 from study import kernels as registry
 from study.derive import counters
-from study.rundir import RunDir
+from study.measure import profile
+from study.rundata.rundir import RunDir
 from study.toolchain import tools
 
 REPO = Path(__file__).resolve().parent.parent

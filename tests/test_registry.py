@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 import cuda_kernels
-from study import kernels, registration
+from study import kernels
 from study.errors import InputError
+from study.kernels import registration
 
 REPO = Path(__file__).resolve().parent.parent
 CUDA = kernels.by_impl("cuda")  # every hand-written kernel, on the ladder or beside it
@@ -183,7 +184,7 @@ def test_registration_reads_defines_continuations_and_flags(tmp_path):
         "#define KX_BM 64  // rows\n#define KX_BN (2 * \\\n  KX_BM)\n#define KX_F(x) (x)\n"
         'const char *s = "SGEMM_REGISTER(";  /* SGEMM_REGISTER( in a comment */\n'
         "SGEMM_REGISTER(kx, KX_BM, KX_BN, 16, KX_BM * 4, SGEMM_VEC4 | SGEMM_SM90);\n"))
-    reg = kernels.registration(path)
+    reg = registration.read_registration(path)
     assert reg.facts == ("kx", 64, 128, 16, 256, reg.bits["SGEMM_VEC4"] | reg.bits["SGEMM_SM90"])
     assert reg.multiple_of == (1, 4, 4) and reg.needs_sm90 and not reg.y_walks_n
     assert reg.tile == (64, 128, 16) and reg.target == "cuda:kx"
@@ -201,13 +202,13 @@ def test_registration_reads_defines_continuations_and_flags(tmp_path):
 def test_registration_refuses_a_bad_file_by_name(tmp_path, body, why):
     path = _cu(tmp_path, body)
     with pytest.raises(InputError, match=re.escape(why)) as e:
-        kernels.registration(path)
+        registration.read_registration(path)
     assert path.name in str(e.value)
 
 
 def test_a_missing_source_is_named():
     with pytest.raises(InputError, match="cuda_kernels/nope.cu: no such file"):
-        kernels.registration("cuda_kernels/nope.cu")
+        registration.read_registration("cuda_kernels/nope.cu")
 
 
 # ------------------------------------------------------------------ what nvcc builds
@@ -265,7 +266,7 @@ def built(tmp_path_factory):
 def test_every_cu_compiles_and_registers_what_python_reads(built):
     facts = built["facts"]
     assert len(facts) == len(cuda_kernels.cu_sources())  # one registration per file
-    assert sorted(facts) == sorted(kernels.registration(p).facts for p in cuda_kernels.cu_sources())
+    assert sorted(facts) == sorted(registration.read_registration(p).facts for p in cuda_kernels.cu_sources())
     for k in CUDA:
         assert k.registration.facts in facts
 

@@ -24,7 +24,7 @@ from study.errors import InputError
 from study.report.load import RESULTS_REQUIRED
 from study.report.sections import main as main_section
 from study.report.sections import meta as meta_section
-from study.rundir import RunDir
+from study.rundata.rundir import RunDir
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "report"

@@ -3,8 +3,9 @@
 import pandas as pd
 import pytest
 
-from study import experiments, kernels, results
-from study.measure import key, run_plan
+from study import experiments, kernels
+from study.measure.plan import key, run_plan
+from study.rundata import results
 
 PROV = {"gpu": "test GPU", "run_id": "r1", "commit": "abc"}
 

@@ -12,18 +12,19 @@ import json
 import math
 import shutil
 import time
-import types
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
-from study import bench, derive, report, run, rundir
+from study import derive, report, run
 from study.derive import ledgers, tables
 from study.errors import InputError
-from study.gpu import GPU
-from study.rundir import RunDir
+from study.measure import bench
+from study.rundata import rundir
+from study.rundata.gpu import GPU
+from study.rundata.rundir import RunDir
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "report"
@@ -300,7 +301,7 @@ def fake_bench(read_gbps: float, calls: list):
         return (bench.Bandwidth(read_gbps, read_gbps - 10, read_gbps + 5, 20, n),
                 bench.Bandwidth(3500.0, 3490.0, 3505.0, 20, 2 * n))
 
-    return types.SimpleNamespace(bandwidth_roofs=bandwidth_roofs)
+    return bandwidth_roofs
 
 
 def rows_in(rd: RunDir) -> None:
@@ -348,7 +349,7 @@ def test_a_device_that_cannot_be_measured_leaves_the_roofs_unset(tmp_path, capsy
 
     rd = RunDir(tmp_path)
     rd.create()
-    g = run.bandwidth_roofs(h200(), rd, types.SimpleNamespace(bandwidth_roofs=oom))
+    g = run.bandwidth_roofs(h200(), rd, oom)
     assert g.roofs() == {} and not rd.has(rundir.GPU)
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "bandwidth roofs not measured" in err and "out of memory" in err
@@ -376,9 +377,9 @@ def test_a_replay_takes_the_roofs_from_its_gpu_file(tmp_path):
 
 @pytest.mark.gpu
 def test_the_measured_read_bandwidth_is_below_the_datasheet_peak():
-    from study import gpu as gpu_mod
+    from study.measure import device
 
-    g = gpu_mod.from_device()
+    g = device.from_device()
     torch.zeros(1, device="cuda")  # the CUDA context exists when a run measures the roofs
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()

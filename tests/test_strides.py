@@ -18,10 +18,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study import derive, experiments, kernels, measure, report, results
+from study import derive, experiments, kernels, report
 from study.derive import validate
 from study.errors import InputError
-from study.rundir import RunDir
+from study.measure import plan as measure
+from study.rundata import results
+from study.rundata.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT_FIXTURE = ROOT / "tests" / "fixtures" / "report"
@@ -214,7 +216,7 @@ def test_the_stride_points_hold_4100_and_the_padded_remedy():
     assert len({p.label for p in pts}) == 4 and "ld=4112" in pts[3].label
     # the pair every comparison is made against stays the pair
     assert [p.label for p in experiments.points("strides")] == ["n=4096", "n=4097"]
-    from study.rows import stride_labels
+    from study.rundata.rows import stride_labels
 
     assert stride_labels() == ("n=4096", "n=4097")
     assert experiments.stride_extras() == tuple(pts[2:])
@@ -318,7 +320,6 @@ def test_an_old_results_file_keeps_its_header_and_refuses_a_padded_row(tmp_path)
 def test_the_check_on_padded_storage_catches_what_contiguous_cannot():
     import torch
 
-    from study import bench
 
     shape = experiments.Shape(33, 65, 17, 80)
 
@@ -333,14 +334,14 @@ def test_the_check_on_padded_storage_catches_what_contiguous_cannot():
         flat = a.as_strided((33, 17), (17, 1), a.storage_offset())
         out.copy_(torch.nan_to_num(flat) @ b)
 
-    a, b, out = measure.operands(shape, 3, bench, device="cpu")
+    a, b, out = measure.operands(shape, 3, device="cpu")
     assert a.stride() == (80, 1) and b.stride() == (80, 1) and out.stride() == (80, 1)
     assert torch.isnan(out).all()
-    assert measure.check(right, shape, 3, bench, device="cpu") < 1e-6
-    assert measure.check(spills_into_padding, shape, 3, bench, device="cpu") == math.inf
-    assert measure.check(ignores_the_stride, shape, 3, bench, device="cpu") > 1e-2
+    assert measure.check(right, shape, 3, device="cpu") < 1e-6
+    assert measure.check(spills_into_padding, shape, 3, device="cpu") == math.inf
+    assert measure.check(ignores_the_stride, shape, 3, device="cpu") > 1e-2
     # contiguous shapes take bench.check's path
-    assert measure.check(right, experiments.Shape(33, 65, 17), 3, bench, device="cpu") < 1e-6
+    assert measure.check(right, experiments.Shape(33, 65, 17), 3, device="cpu") < 1e-6
 
 
 def test_recorded_rows_with_an_impossible_ld_are_refused():

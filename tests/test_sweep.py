@@ -7,8 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study import arch, sweep
+from study import arch
 from study.errors import InputError
+from study.measure import sweep
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -3,9 +3,10 @@ variant; on a GPU, both sweeps' measuring path."""
 
 import pytest
 
-from study import kernels, sweep_cuda
+from study import kernels
 from study.errors import InputError
-from study.registration import source_text
+from study.kernels.registration import source_text
+from study.measure import sweep_cuda
 
 
 def test_parameters_are_read_from_the_cu_and_what_it_includes():
@@ -66,8 +67,9 @@ def test_both_sweeps_check_and_time_one_variant_beside_cublas(tmp_path):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from study import rundir, sweep
-    from study.results import read
+    from study.measure import sweep
+    from study.rundata import rundir
+    from study.rundata.results import read
 
     shape = (256, 256, 128)
     k12 = kernels.get("K12")

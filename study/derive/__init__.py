@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from study import results as results_io
-from study import rundir as rd_files
 from study.cli import say
 from study.derive import counters as counters_
 from study.derive import ledgers, model, tables, validate
 from study.errors import InputError
-from study.gpu import GPU, for_run
-from study.rundir import RunDir
+from study.rundata import results as results_io
+from study.rundata import rundir as rd_files
+from study.rundata.gpu import GPU, for_run
+from study.rundata.rundir import RunDir
 
 # the model's steps, in order; each needs its kernels timed at one common shape
 MODEL_STEPS = ("exact calibration", "least-squares fit", "SASS prices", "leave-one-out")

@@ -13,7 +13,7 @@ import pandas as pd
 from study import kernels as registry
 from study.derive import model as seed_model
 from study.derive.bounds import METHOD, NAN, RESOURCES, T_LINE, Constants, Machine, at_shape
-from study.rows import order
+from study.rundata.rows import order
 
 CONSTANT_COLUMNS = ["constant", "value", "unit", "meaning", "fitted", "kernels"]
 

@@ -74,7 +74,7 @@ import pandas as pd
 
 from study import kernels as registry
 from study.derive import model as seed_model
-from study.rows import in_order
+from study.rundata.rows import in_order
 
 NAN = math.nan
 SCHEDULERS = 4  # warp schedulers per SM (every architecture study.arch knows since Maxwell)

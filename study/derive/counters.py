@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from study import kernels as registry
-from study.rows import at_main_shapes, by_kernel, in_order, main_rows
+from study.rundata.rows import at_main_shapes, by_kernel, in_order, main_rows
 
 NAN = math.nan
 

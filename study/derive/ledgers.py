@@ -2,7 +2,7 @@
 
 Each figure is one small named function; ``ledger_table`` applies them to a table of measured
 times. The only measured input is the median time; everything else is counted from the code
-(``study.kernels.Counted``) or read from the GPU description (``study.gpu.GPU``).
+(``study.kernels.Counted``) or read from the GPU description (``study.rundata.gpu.GPU``).
 
 Units: times in ms, clocks in MHz, bandwidth in GB/s, throughput in GFLOP/s, bytes per output
 element, cadence in cycles per warp-FMA per SM.
@@ -18,8 +18,8 @@ import pandas as pd
 
 from study import kernels as registry
 from study.errors import InputError
-from study.gpu import GPU, cadence_floor  # noqa: F401  (cadence_floor is a figure, docs/method.md#cadence-floor, defined once there)
 from study.kernels import Counted, Kernel
+from study.rundata.gpu import GPU, cadence_floor  # noqa: F401  (cadence_floor is a figure, docs/method.md#cadence-floor, defined once there)
 
 NAN = float("nan")
 

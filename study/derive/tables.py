@@ -16,7 +16,15 @@ from study import experiments
 from study import kernels as registry
 from study.derive import ledgers, model
 from study.errors import InputError
-from study.rows import by_kernel, experiment_rows, in_order, labels_in, main_rows, order, stride_labels
+from study.rundata.rows import (
+    by_kernel,
+    experiment_rows,
+    in_order,
+    labels_in,
+    main_rows,
+    order,
+    stride_labels,
+)
 
 NAN = math.nan
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from study import cli, rundir
+from study import cli
 from study.errors import InputError
-from study.rundir import RunDir
+from study.rundata import rundir
+from study.rundata.rundir import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from matplotlib.patches import Rectangle
 from study.errors import first_line
 from study.report.load import NOT_IN_RUN, Run
 from study.report.md import experiment_rows, gpu_name, in_order, labels_in, main_rows, order, shape
-from study.rows import stride_labels
+from study.rundata.rows import stride_labels
 
 IMPLS = ("cuda", "triton", "cublas")
 BAND_PCT = 10.0  # the model's "within" band, in percent

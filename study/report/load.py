@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from study import results as results_io
-from study import rundir as files
 from study.errors import InputError, first_line
-from study.gpu import GPU, for_run
-from study.rundir import RunDir
+from study.rundata import results as results_io
+from study.rundata import rundir as files
+from study.rundata.gpu import GPU, for_run
+from study.rundata.rundir import RunDir
 
 NOT_IN_RUN = "not in this run"
 # what sections read of the ledger table: without it, an empty table with these columns

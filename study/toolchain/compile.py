@@ -18,7 +18,7 @@ from pathlib import Path
 
 from study import arch as arches
 from study.errors import InputError
-from study.registration import source_closure
+from study.kernels.registration import source_closure
 from study.toolchain.tools import nvcc_version_text, require_nvcc
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pandas as pd
 from study import kernels as registry
 from study.report.load import NOT_IN_RUN, Run
 from study.report.md import by_kernel, main_rows, md, missing, num, shape
-from study.rows import one_shape
+from study.rundata.rows import one_shape
 
 
 def section_counters(run: Run) -> list[str]:

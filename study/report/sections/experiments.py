@@ -23,7 +23,7 @@ from study.report.md import (
     spaced,
     truthy,
 )
-from study.rows import stride_labels
+from study.rundata.rows import stride_labels
 
 
 def section_sizes(run: Run) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from study.errors import InputError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 REGISTER_MACRO = "SGEMM_REGISTER"
@@ -237,7 +237,7 @@ class Registration:
         return f"cuda:{self.symbol}"
 
 
-def registration(source: str | Path) -> Registration:
+def read_registration(source: str | Path) -> Registration:
     """The ``SGEMM_REGISTER`` line of a ``.cu`` (a path relative to the repository root, or
     absolute), its arguments evaluated through the file's ``#define``s; read once per file.
     A file without exactly one such line, or with arguments that are not integer constants,

@@ -18,9 +18,9 @@ from fractions import Fraction
 from pathlib import Path
 
 from study.errors import InputError
-from study.registration import Registration, registration  # noqa: F401  (re-exported)
+from study.kernels.registration import Registration, read_registration
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,7 +120,7 @@ class Kernel:
         use, once per file); None for kernels without a ``.cu``."""
         if self.impl != "cuda" or not self.source or not self.source.endswith(".cu"):
             return None
-        return registration(self.source)
+        return read_registration(self.source)
 
     @property
     def launcher(self) -> Callable:
@@ -227,7 +227,7 @@ TMA_TILE_COUNTS = Counted(lds_dist=4, lds_bcast=2, fma_per_k=128, ldg_per_phase=
 KERNELS: tuple[Kernel, ...] = (
     Kernel(
         "K0", "cublas", "cuBLAS FP32 through torch.matmul, TF32 off",
-        target="study.baseline:cublas_matmul",
+        target="study.measure.baseline:cublas_matmul",
     ),
     # CUDA kernels, in ladder order: symbol, tile, threads and operand needs are in each .cu's
     # SGEMM_REGISTER line (the binding is "cuda:<symbol>").

@@ -40,7 +40,7 @@ def git_commit(root: Path | None = None) -> str:
     """
     if os.environ.get("SGEMM_COMMIT"):
         return os.environ["SGEMM_COMMIT"]
-    root = root or Path(__file__).resolve().parent.parent
+    root = root or Path(__file__).resolve().parents[2]
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10

@@ -8,9 +8,12 @@ import json
 import math
 import sys
 
-from study import experiments, results
+from study import experiments
 from study.cli import say
 from study.errors import InputError, first_line
+from study.measure import bench
+from study.measure.device import ClockSampler
+from study.rundata import results
 
 
 def key(p, k) -> tuple:
@@ -104,8 +107,9 @@ def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -
     bar.close()
 
 
-def correctness_sweep(chosen, bench) -> dict[str, str]:
-    """Every kernel on small odd shapes against float64 before anything is timed."""
+def correctness_sweep(chosen) -> dict[str, str]:
+    """Every kernel on small odd shapes against float64 before anything is timed: kernel id -> why
+    it failed, for those that did."""
     failed = {}
     for k in chosen:
         for shape in experiments.CHECK_SHAPES:
@@ -137,7 +141,7 @@ def padded_rows(t, ld: int, fill: float = float("nan")):
     return view
 
 
-def operands(shape, seed: int, bench, device="cuda"):
+def operands(shape, seed: int, device="cuda"):
     """A, B (random, ``bench.random_inputs``) and a NaN-poisoned C for ``shape`` on its storage:
     contiguous, or padded rows of ``shape.ld`` elements."""
     M, N, K = shape
@@ -149,7 +153,7 @@ def operands(shape, seed: int, bench, device="cuda"):
     return a, b, out
 
 
-def check(launch, shape, seed: int, bench, device="cuda") -> float:
+def check(launch, shape, seed: int, device="cuda") -> float:
     """``bench.check`` on the storage of ``shape``: the relative error of ``launch(a, b, out)``
     against a float64 product of the same A and B, inf where an output is NaN or inf. On padded
     storage the padding of C must also still hold its NaN poison (inf otherwise: the kernel
@@ -159,7 +163,7 @@ def check(launch, shape, seed: int, bench, device="cuda") -> float:
         return bench.check(launch, *shape, seed=seed, device=device)
     import torch
 
-    a, b, out = operands(shape, seed, bench, device)
+    a, b, out = operands(shape, seed, device)
     launch(a, b, out)
     if device == "cuda":
         torch.cuda.synchronize()
@@ -170,46 +174,42 @@ def check(launch, shape, seed: int, bench, device="cuda") -> float:
     return bench.relative_error(out, a.double() @ b.double())
 
 
-def measure_one(k, shape, flush, target_s, bench, torch, gpu_mod) -> dict:
-    M, N, K = shape
-    ld = getattr(shape, "ld", None)
-    launch = k.launcher
-    rel_err = check(launch, shape, M * 7 + N * 3 + K, bench)
-    row = {
-        "kernel": k.id,
-        "impl": k.impl,
-        "M": M,
-        "N": N,
-        "K": K,
-        "ld": "" if ld is None else ld,
-        "rel_err": rel_err,
-        "ms": "",
-        "p20_ms": "",
-        "p80_ms": "",
-        "reps": "",
-        "sm_clock_mhz": "",
-        "clock_samples": 0,
-        "config": "",
-    }
-    where = f"{M}x{N}x{K}" + ("" if ld is None else f" ld={ld}")
-    if not rel_err <= experiments.TOLERANCE:
-        say(f"{k.id} at {where}: relative error {rel_err:.2e} > {experiments.TOLERANCE:.0e}; not timed")
-        return {"row": row, "samples": []}
-    a, b, out = operands(shape, 1 + M + N + K, bench)
-    with gpu_mod.ClockSampler() as clock:
-        t = bench.time_cuda(lambda: launch(a, b, out), flush, target_s=target_s)
-    med_clock = clock.median()
-    row.update(
-        ms=t.ms,
-        p20_ms=t.p20_ms,
-        p80_ms=t.p80_ms,
-        reps=t.reps,
-        sm_clock_mhz=med_clock if med_clock is not None else "",
-        clock_samples=len(clock.samples),
-    )
-    cfg = k.tuned_config(M, N, K)
-    row["config"] = json.dumps(cfg, sort_keys=True) if cfg else ""
-    return {"row": row, "samples": clock.samples}
+class Measurer:
+    """Checks and times one (kernel, shape): ``measurer(k, shape) -> {"row": ..., "samples": ...}``,
+    the row's measured columns (``results.MEASURED``) and the SM clock samples of its timing.
+
+    The kernel is checked first against float64 on its own random inputs (NaN-poisoned output);
+    one that fails is not timed and its row has no time. ``flush`` runs before every timed
+    repetition (``bench.L2Flush``); ``target_s`` is the timed seconds per measurement."""
+
+    def __init__(self, flush, target_s: float):
+        self.flush, self.target_s = flush, target_s
+
+    def __call__(self, k, shape) -> dict:
+        M, N, K = shape
+        ld = getattr(shape, "ld", None)
+        launch = k.launcher
+        rel_err = check(launch, shape, M * 7 + N * 3 + K)
+        row = {
+            "kernel": k.id, "impl": k.impl, "M": M, "N": N, "K": K, "ld": "" if ld is None else ld,
+            "rel_err": rel_err, "ms": "", "p20_ms": "", "p80_ms": "", "reps": "", "sm_clock_mhz": "",
+            "clock_samples": 0, "config": "",
+        }
+        where = f"{M}x{N}x{K}" + ("" if ld is None else f" ld={ld}")
+        if not rel_err <= experiments.TOLERANCE:
+            say(f"{k.id} at {where}: relative error {rel_err:.2e} > {experiments.TOLERANCE:.0e}; not timed")
+            return {"row": row, "samples": []}
+        a, b, out = operands(shape, 1 + M + N + K)
+        with ClockSampler() as clock:
+            t = bench.time_cuda(lambda: launch(a, b, out), self.flush, target_s=self.target_s)
+        med_clock = clock.median()
+        row.update(
+            ms=t.ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, reps=t.reps,
+            sm_clock_mhz=med_clock if med_clock is not None else "", clock_samples=len(clock.samples),
+        )
+        cfg = k.tuned_config(M, N, K)
+        row["config"] = json.dumps(cfg, sort_keys=True) if cfg else ""
+        return {"row": row, "samples": clock.samples}
 
 
 def tuned_configs(rows) -> dict[str, dict]:

@@ -1,0 +1,216 @@
+"""Hardware counters (Nsight Compute) for chosen kernels at one shape: where the cycles go.
+
+``python -m study.profile [--kernels K1,K2,K6,T5p,TA,K0] [--shape M,N,K] [--out DIR]`` runs,
+for each kernel, one child process under ``ncu --clock-control none`` (the clocks are left
+as they are). The child checks the kernel against float64 with a NaN-poisoned output,
+launches it twice outside the profiled range (TA tunes there), then once inside it; ncu
+reads the counters of that launch (several replay passes, each the same launch). Each value
+becomes one row of ``DIR/data/ncu.csv``, appended as soon as that kernel is done, with the
+GPU, commit and ncu version it came from. The report renders them (``Hardware counters``).
+
+The counters answer what the timings cannot: how often each scheduler issued an instruction
+(``smsp__issue_active``), how busy the FMA pipe was, what share of the instructions were
+FMA-pipe ones, shared loads per FMA, why warps waited (stall reasons per issued
+instruction), and the global traffic behind the request ledger (L1 sectors per warp FMA).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from study.cli import say
+from study.errors import InputError
+from study.rundata import rundir
+from study.rundata.rundir import RunDir
+from study.toolchain.tools import find_ncu, ncu_version
+
+STALL_PREFIX = "smsp__average_warps_issue_stalled_"
+STALL_SUFFIX = "_per_issue_active.ratio"
+METRICS = (
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "launch__registers_per_thread",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed.sum",
+    "smsp__inst_executed_pipe_fma.sum",
+    "smsp__inst_executed_pipe_lsu.sum",
+    "smsp__inst_executed_op_shared_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "dram__bytes_read.sum",
+    f"regex:{STALL_PREFIX}.*{STALL_SUFFIX.replace('.', chr(92) + '.')}",
+)
+COLUMNS = ["kernel", "M", "N", "K", "launch", "ncu_kernel", "metric", "unit", "value",
+           "ncu", "gpu", "driver", "commit", "run_id", "timestamp"]
+CHILD_TIMEOUT_S = 600
+
+
+def parse_ncu_csv(text: str) -> list[dict]:
+    """``ncu --csv`` output -> one dict per (launch, metric): launch, ncu_kernel, metric, unit, value.
+
+    Lines before the CSV header (ncu's ``==PROF==`` notes, the program's own output) are
+    skipped; ``value`` is a float (ncu writes thousands separators) or the text when it is
+    not a number. Launches are numbered 0, 1, ... in the order ncu reports them.
+    """
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    if start is None:
+        return []
+    rows, ids = [], {}
+    for r in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        if not r.get("Metric Name"):
+            continue
+        launch = ids.setdefault(r["ID"], len(ids))
+        raw = (r.get("Metric Value") or "").strip()
+        try:
+            value: float | str = float(raw.replace(",", ""))
+        except ValueError:
+            value = raw
+        rows.append({"launch": launch, "ncu_kernel": r.get("Kernel Name", ""), "metric": r["Metric Name"],
+                     "unit": r.get("Metric Unit", ""), "value": value})
+    return rows
+
+
+def ncu_error(text: str) -> str:
+    """The first ``==ERROR==`` line of ncu's output or ``error:`` line of the child's, else the
+    last non-empty line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith(("==ERROR==", "error:"))]
+    return (errors or lines or ["no output"])[0 if errors else -1][:200]
+
+
+# --------------------------------------------------------------------------------------------
+# The child: one kernel, one profiled launch
+# --------------------------------------------------------------------------------------------
+
+
+def child(kid: str, shape: tuple[int, int, int]) -> int:
+    import torch
+
+    from study import kernels
+    from study.measure import baseline, bench
+
+    k = kernels.get(kid)
+    baseline.pin_fp32()
+    M, N, K = shape
+    err = bench.check(k.launcher, M, N, K, seed=M * 7 + N * 3 + K)
+    if not err <= bench.TOLERANCE:
+        print(f"error: {kid} at {M}x{N}x{K}: relative error {err:.2e} > {bench.TOLERANCE:.0e}; "
+              "not profiled", file=sys.stderr)
+        return 1
+    a, b = bench.random_inputs(M, N, K, seed=1 + M + N + K)
+    out = torch.empty(M, N, device="cuda", dtype=torch.float32)
+    for _ in range(2):  # compiles, tunes (TA), warms: outside the profiled range
+        k.launcher(a, b, out)
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    k.launcher(a, b, out)
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# The parent: one ncu run per kernel, rows appended as each ends
+# --------------------------------------------------------------------------------------------
+
+
+def profile(chosen, shape, out: Path, ncu: str) -> int:
+    from study.measure import device
+    from study.rundata.results import ResultsFile, new_run_id, provenance, timestamp
+
+    gpu = device.from_device()
+    prov = provenance(gpu, new_run_id())
+    common = {"ncu": ncu_version(ncu), "gpu": prov["gpu"], "driver": prov["driver"],
+              "commit": prov["commit"], "run_id": prov["run_id"]}
+    rows_file = ResultsFile(RunDir(out).file(rundir.NCU), COLUMNS)
+    repo = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    failed = []
+    for i, k in enumerate(chosen, 1):
+        say(f"[{i}/{len(chosen)}] {k.id}: ncu at {shape[0]}x{shape[1]}x{shape[2]}")
+        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv",
+               "--print-units", "base", "--metrics", ",".join(METRICS),
+               sys.executable, "-m", "study.profile", "--child", k.id, "--shape", ",".join(map(str, shape))]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            failed.append(f"{k.id} (ncu ran past {CHILD_TIMEOUT_S} s)")
+            continue
+        rows = parse_ncu_csv(done.stdout)
+        if done.returncode != 0 or not rows:
+            failed.append(f"{k.id} ({ncu_error(done.stderr + done.stdout)})")
+            continue
+        stamp = timestamp()
+        rows_file.append_many({**r, **common, "kernel": k.id, "M": shape[0], "N": shape[1], "K": shape[2],
+                               "timestamp": stamp} for r in rows)
+    if failed:
+        say("not profiled: " + "; ".join(failed))
+    say(f"counters: {out / 'data' / 'ncu.csv'}")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from study import cli, kernels
+    from study.run import DEFAULT_OUT
+
+    p = cli.Parser(prog="python -m study.profile", description=__doc__.split("\n\n")[0])
+    default = ",".join(k.id for k in kernels.default_profile())
+    p.add_argument("--kernels", default=default, help=f"comma-separated ids (default {default})")
+    p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
+    p.add_argument("--out", default=DEFAULT_OUT,
+                   help=f"run directory the counters join (default {DEFAULT_OUT}/)")
+    p.add_argument("--child", help=cli.HIDDEN)  # internal: profile this kernel in this process
+
+    def body() -> int:
+        args = p.parse_args(argv)
+        shape = cli.parse_shape(args.shape)
+        if args.child is not None:
+            k = kernels.get(args.child)
+            import torch
+
+            if not torch.cuda.is_available():
+                raise InputError(f"--child {k.id} launches the kernel under ncu: it needs a CUDA GPU, "
+                                 "and none is visible")
+            return child(k.id, shape)
+        chosen = kernels.select(",".join(cli.nonempty_list(args.kernels, "--kernels", kernels.IDS)))
+        for k in chosen:
+            err = k.constraint_error(*shape)
+            if err:
+                raise InputError(err + " (leave it out with --kernels, or pick another shape)")
+        out = cli.out_dir(args.out)
+        ncu = find_ncu()
+        if ncu is None:
+            raise InputError("ncu (Nsight Compute) is not on PATH nor in $CUDA_HOME/bin: "
+                             "nothing to read counters with")
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError("hardware counters need a CUDA GPU, and none is visible: measured nothing")
+        from study.measure import device
+
+        gpu = device.from_device()
+        rd = RunDir(out)
+        rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), resume=True)  # one GPU per directory
+        rd.create()
+        if not rd.has(rundir.GPU):
+            gpu.to_json(rd.file(rundir.GPU))
+        return profile(chosen, shape, out, ncu)
+
+    return cli.main(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
