@@ -62,8 +62,8 @@ __device__ __forceinline__ void sgemm_store(float *__restrict__ C, int idx, floa
 }
 
 // The same for four consecutive outputs C[idx .. idx + 3] (idx a multiple of 4: one STG.128).
-// K6-K10 keep their own copy of this epilogue: written with this function, the schedule ptxas
-// gave them cost K7 4.0% and K10 2.0% on the H200 (timed side by side, commit 2b49cfb).
+// K6-K10 keep their own copy of this epilogue: written with this function, ptxas schedules
+// them differently and they run slower (docs/notes/common.md).
 __device__ __forceinline__ void sgemm_store4(float *__restrict__ C, size_t idx, float alpha,
                                              float4 acc, float beta) {
     float4 v = make_float4(alpha * acc.x, alpha * acc.y, alpha * acc.z, alpha * acc.w);

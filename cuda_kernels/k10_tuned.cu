@@ -2,23 +2,17 @@
 // (BM / WARPS_M) x (BN / WARPS_N) warp tiles, TM x TN outputs per thread as 4x4 sub-blocks strided
 // across the warp tile, two shared stages filled through register prefetch, double-buffered
 // register fragments, one __syncthreads per phase; every parameter can be overridden with -D
-// (K10_BM, K10_BN, K10_BK, K10_TM, K10_TN, K10_WARPS_M, K10_WARPS_N, K10_PAD) for a sweep.
+// (K10_BM, K10_BN, K10_BK, K10_TM, K10_TN, K10_WARPS_M, K10_WARPS_N, K10_PAD, and K10_THREADS,
+// which must equal 32 * WARPS_M * WARPS_N) for a sweep.
 // Default: a 256x128x8 block tile (cuBLAS's SIMT tile on the H200), 256 threads as 4 x 2 warps of
 // 64x64, 16x8 outputs per thread (lanes 4 down x 8 across; rows 16i + 4ly + 0..3, columns
 // 32j + 4lx + 0..3 of the warp tile, i = 0..3, j = 0..1), 255 registers: one block per SM. Per
 // k-step a thread reads 4 LDS.128 of A (4 distinct 16-byte words per warp, lanes n and n^1 alike)
 // and 2 of B (8 words, lanes n and n^2 alike): conflict-free, 6 LDS.128 for 128 FMAs (K9: 4 for
 // 64). Per phase it issues 2 LDG.128 of A and 1 of B (12 elements) for 1024 FMAs. As rows are
-// padded by 4 floats (conflict-free transposing store for BK = 8). Chosen on the H200 at 4096^3
-// (CUDA events, best of 10): this default 47.8 TFLOP/s; 128x256 with 8x16 per thread 46.5, with
-// 16x8 47.4; 256x128x16 46.3 (torch.matmul's cuBLAS, timed by triton's do_bench: 51.2).
+// padded by 4 floats (conflict-free transposing store for BK = 8). The default was chosen by
+// timing it against the other candidate tiles at 4096^3 (docs/notes/k10.md).
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
-// Registry entry (default parameters):
-//   Kernel("K10", "cuda", "tuned: 256x128x8 tile, 16x8 per thread, 64x64 warp tiles, double-buffered",
-//          source="cuda_kernels/k10_tuned.cu",
-//          counted=Counted(lds_dist=2, lds_bcast=4, fma_per_k=128, ldg_per_phase=3,
-//                          elems_per_phase=12, fma_per_phase=1024, outputs=128, phase_k=8,
-//                          lds_bits=128, ldg_bits=128))
 #include "common.cuh"
 
 #ifndef K10_BM

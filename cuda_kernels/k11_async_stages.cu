@@ -10,12 +10,10 @@
 // elements are zero-filled by the copy itself (src-size 0). One __syncthreads per phase.
 // Every parameter can be overridden with -D (K11_BM, K11_BN, K11_BK, K11_TM, K11_TN,
 // K11_WARPS_M, K11_WARPS_N, K11_STAGES, K11_PAD) for a sweep (python -m study.sweep_cuda).
-// Default: the fastest variant of `python -m study.sweep_cuda --kernel K11` on the H200 at 4096^3
-// (240 variants of tile, thread tile, warp grid, BK and stages): 128 x 256 x 16, 16 x 8 outputs
-// per thread, 4 x 2 warps, 2 stages. It stays below K10 there: at the same issue rate (Nsight
-// Compute: 83.1% of cycles against 82.9%) it executes 1.149 instructions per warp FMA against
-// K10's 1.120, the copies' addresses and guards being issued by the FMA warps themselves; the
-// best 3- and 4-stage variants were slower still (88.1% of cuBLAS against 90.7%).
+// Default: the fastest variant of `python -m study.sweep_cuda --kernel K11` at 4096^3 over tile,
+// thread tile, warp grid, BK and stages: 128 x 256 x 16, 16 x 8 outputs per thread, 4 x 2 warps,
+// 2 stages. What the rung costs: the copies' addresses and guards are issued by the FMA warps
+// themselves, so their stream holds more instructions per FFMA than K10's (docs/notes/k11.md).
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
 #include "common.cuh"
 

@@ -1,6 +1,6 @@
 // K12: K11's asynchronous copies with the instruction stream of the FMA warps cut to what the
-// tile needs. K10 and K11 issue about 1.12 - 1.15 instructions per warp FMA at 83% of cycles;
-// the idea here is fewer and more regular instructions around the FFMAs:
+// tile needs. K10 and K11 are held by how many instructions their FMA warps issue besides the
+// FFMAs (docs/notes/k12.md), so the idea here is fewer and more regular ones around the FFMAs:
 //  - shared memory is addressed with 32-bit shared-window addresses (ld.shared / cp.async
 //    through PTX), so every fragment load is LDS.128 [R + constant];
 //  - the two stages sit 2^n bytes apart from a 2^(n+1)-aligned base: switching stage is one XOR
@@ -16,11 +16,9 @@
 // Tile, thread tile, warp grid and lane map as K10/K11 (lanes n and n^1 read the same A words,
 // n and n^2 the same B words: conflict-free LDS.128). Parameters (-D overrides): K12_BM, K12_BN,
 // K12_BK, K12_TM, K12_TN, K12_WARPS_M, K12_WARPS_N, K12_PAD, K12_COPY_STEPS.
-// Default: the fastest variant of `python -m study.sweep_cuda --kernel K12` on the H200 at 4096^3
-// (240 variants of tile, thread tile, warp grid, BK and COPY_STEPS, each against cuBLAS timed
-// beside it): 128 x 256 x 16, 16 x 8 outputs per thread, 2 x 4 warps, copies over the first 4
-// k-steps, 225 registers: 100.9% of cuBLAS (2.651 ms against 2.674), where the same tile at
-// BK = 8 reached 96.6% (98.3% with COPY_STEPS 2) and 256 x 128 x 16 98.7%.
+// Default: the fastest variant of `python -m study.sweep_cuda --kernel K12` at 4096^3 over tile,
+// thread tile, warp grid, BK and COPY_STEPS (docs/notes/k12.md): 128 x 256 x 16, 16 x 8 outputs
+// per thread, 2 x 4 warps, copies over the first 4 k-steps.
 #include "common.cuh"
 
 #include <stdint.h>

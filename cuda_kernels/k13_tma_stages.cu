@@ -1,6 +1,6 @@
 // K13: the operand tiles are fetched by the copy engine (TMA), so the FMA warps issue no global
-// loads at all. K12's warps spend about 1.09 instructions per FFMA, its 24 LDGSTS per thread and
-// phase and their address arithmetic among them; here one thread issues two tensor copies per
+// loads at all. K12's FMA warps issue 24 LDGSTS per thread and phase and their address
+// arithmetic besides the FFMAs (docs/notes/k13.md); here one thread issues two tensor copies per
 // phase (cp.async.bulk.tensor, sm_90: the A box and the B box), and the copy engine counts the
 // bytes it writes into the stage's mbarrier (mbarrier::complete_tx). A thread waits on that
 // barrier for its stage to land, and arrives on the stage's second barrier once it has read it;
@@ -25,11 +25,8 @@
 // runtime's cudaGetDriverEntryPointByVersion: no driver library is linked) and passed by value.
 // Needs N % 4 == 0, K % 4 == 0 and 16-byte aligned operands (a tensor map's row strides are
 // multiples of 16 bytes), and compute capability 9.0 (SGEMM_SM90).
-// What it changes against K12, read off the SASS of the default: the main loop issues no more
-// (2048 FFMA, 96 LDS.128 and 78 others per phase: 1.085 instructions per FFMA against K12's
-// 1.092; no LDG, LDGSTS or barrier; 255 registers, no spills), so where it is slower the time
-// lost is stalls, not issue: the report's counters say which. LAG, REFILL_STEP and STAGES set
-// where the single issuing thread's warp is held.
+// Per phase and thread the main loop holds 2048 FFMA and 96 LDS.128 and no LDG, LDGSTS or
+// barrier; LAG, REFILL_STEP and STAGES set where the single issuing thread's warp is held.
 // Parameters (-D overrides): K13_BM, K13_BN, K13_BK, K13_TM, K13_TN, K13_WARPS_M, K13_WARPS_N,
 // K13_STAGES, K13_LAG, K13_REFILL_STEP, K13_PAD.
 #include "common.cuh"

@@ -13,29 +13,17 @@
 //    setmaxnreg (sm_90a) hands them over, the producer warp group decreasing to PRODUCER_REGS and
 //    the consumer warp groups increasing to CONSUMER_REGS (128 x 24 + 256 x 240 <= 64K). Each
 //    role is one branch of one if/else, as setmaxnreg needs, and ptxas allocates the consumer
-//    branch within CONSUMER_REGS (ptxas -v reports the entry's 168; the SASS of the default uses
-//    R0 .. R237 in the consumer branch, the producer's a handful, no local memory). Built for
-//    plain sm_90 the kernel has no setmaxnreg and its consumers spill under the 168-register cap
-//    (712 bytes of spill stores; 108 LDL and 101 STL in the main loop): it is meant for sm_90a,
-//    which the extension builds on a Hopper GPU and the SASS tables use for SGEMM_SM90 kernels.
+//    branch within CONSUMER_REGS. Built for plain sm_90 the kernel has no setmaxnreg and its
+//    consumers spill under the 168-register cap: it is meant for sm_90a, which the extension
+//    builds on a Hopper GPU and the SASS tables use for SGEMM_SM90 kernels.
 //  - stages: the consumers never wait on an empty barrier, so STAGES only sets how far ahead the
 //    copies run (up to 8 of K13's 26 KB stages in shared memory).
 //  - WAIT picks how a consumer waits on full[s]: 0 a test_wait loop of the source (as K13),
 //    1 try_wait, whose retry ptxas places out of line (after the kernel's exit: in SASS a loop
-//    around the main loop; as fast, measured).
-// The main loop of the default (sm_90a SASS), per phase and consumer thread: 2048 FFMA, 96 LDS.128
-// and 19 others (one barrier test and its branch, one arrival, the loop's count and the stage
-// addresses): 1.056 instructions per FFMA against K13's 1.085 (2222, 78 others: thread 0's
-// refill, its branches and its two tensor copies are gone from the FMA warps).
-// Measured on the H200 at 4096^3 (L2 flushed; variants of STAGES, ARRIVE_WARP, WAIT, registers,
-// BK and tiles side by side with K13, K12 and cuBLAS): the default 2.892 ms = 92.6% of cuBLAS,
-// 1.19x K13 (77.9%) and 0.92x K12 (100.9%); the same at 40 / 232 registers 91.5%, at 6 stages
-// 88.9% (3 stages 90.7%, 2 89.7%: the depth matters little, and not monotonically), one arrival
-// per warp 89.1% at 8 stages, BK = 32 (4 stages) 89.9%, 256 x 128 tiles 88.1%, 2 x 4 consumer
-// warps 91.3%. Counters (ncu, the 40 / 232 variant): issue active 77.3% of cycles against
-// K13's 69.5%, FMA pipe 72.9% against 64.0%, no branch_resolving stall (K13 0.20); what is left
-// is dispatch_stall (0.57 per issue) inside the consumer warps' FFMA stream, where K12, with as
-// many warps per scheduler (two) and its 16 x 8 thread tile, issues on 87.6% of cycles.
+//    around the main loop).
+// A consumer's main loop holds, per phase, 2048 FFMA, 96 LDS.128, one barrier test and its
+// branch, one arrival, the loop's count and the stage addresses: K13's refill by thread 0 is
+// gone from the FMA warps. The variants tried and what they measured: docs/notes/k14.md.
 // Edges, tensor maps and host code as K13 (tma.cuh): the copy engine zero-fills outside the
 // matrices, so every shape takes the same path and only the stores are guarded. Needs N % 4 == 0,
 // K % 4 == 0, 16-byte aligned operands and compute capability 9.0 (SGEMM_SM90).

@@ -6,12 +6,6 @@
 // 2 LDS.128 of B (index 8tx: 32-way) for 64 FMAs. Single stage, two __syncthreads per phase.
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers): then every float4 is wholly
 // inside the matrix or wholly outside, so one guard per float4 suffices (the K tail included).
-// Registry entry:
-//   Kernel("K7", "cuda", "128x128x8 block tile, 8x8 outputs per thread, float4 loads",
-//          source="cuda_kernels/k7_block_tile_8x8.cu",
-//          counted=Counted(lds_dist=2, lds_bcast=2, fma_per_k=64, ldg_per_phase=2,
-//                          elems_per_phase=8, fma_per_phase=512, outputs=64, phase_k=8,
-//                          lds_bits=128, ldg_bits=128))
 #include "common.cuh"
 
 #define K7_BM 128

@@ -13,12 +13,6 @@
 // rows k and k + 4 of As) is conflict-free too.
 // Global loads are K7's: per phase 1 LDG.128 of A, 1 of B (8 elements) for 512 FMAs.
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
-// Registry entry:
-//   Kernel("K8", "cuda", "K7 + warp tiling: 32x64 warp tiles, 4x4 sub-blocks, conflict-free LDS.128",
-//          source="cuda_kernels/k8_warp_tile.cu",
-//          counted=Counted(lds_dist=2, lds_bcast=2, fma_per_k=64, ldg_per_phase=2,
-//                          elems_per_phase=8, fma_per_phase=512, outputs=64, phase_k=8,
-//                          lds_bits=128, ldg_bits=128))
 #include "common.cuh"
 
 #define K8_BM 128

@@ -10,12 +10,6 @@
 // Block/warp/thread tiles are K8's (128x128x8; 32x64 warp tiles; 8x8 per thread as 4x4
 // sub-blocks): per k-step 2 LDS.128 of A and 2 of B for 64 FMAs, per phase 2 LDG.128.
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
-// Registry entry:
-//   Kernel("K9", "cuda", "K8 + double buffering: 2 shared stages, register prefetch, 1 barrier per phase",
-//          source="cuda_kernels/k9_double_buffer.cu",
-//          counted=Counted(lds_dist=2, lds_bcast=2, fma_per_k=64, ldg_per_phase=2,
-//                          elems_per_phase=8, fma_per_phase=512, outputs=64, phase_k=8,
-//                          lds_bits=128, ldg_bits=128))
 #include "common.cuh"
 
 #define K9_BM 128

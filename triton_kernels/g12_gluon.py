@@ -32,8 +32,8 @@ Everything else follows K12:
   over its first COPY_STEPS k-steps, copy c in k-step c % COPY_STEPS (one ``async_copy`` per
   piece). A burst of copies holds its warps: the L1 takes one line a cycle, and each copy waits
   for its address registers to be read before they are reused, so the later copies of every warp
-  wait behind the earlier ones (long-scoreboard stalls, 0.33 per issue at A_LANES_K = 2 with both
-  operands at k-step 0, against K12's 0.02); half a phase between A's and B's halves the burst.
+  wait behind the earlier ones (long-scoreboard stalls); half a phase between A's copy and B's
+  halves the burst (``docs/notes/g12.md`` has the stalls and the timings).
   They are committed, waited for at
   the last k-step, whose A and B values are then in registers, and followed by one barrier that
   both publishes them and frees the stage just read: one barrier per phase. (Triton 3.6's
@@ -82,22 +82,22 @@ BM, BN, BK = 128, 256, 16
 WARPS_M, WARPS_N = 2, 4
 NUM_WARPS = WARPS_M * WARPS_N  # 256 threads
 TM, TN = 16, 8  # outputs per thread: rows x columns, as 4 x 4 sub-blocks
-# k-steps of a phase that issue its copies (K12_COPY_STEPS is 4): 1 is the faster on the H200
-# (Triton 3.6, 4096^3: 3.48 ms against 3.69 ms for 4, whose pieces cost barriers there)
+# k-steps of a phase that issue its copies (K12_COPY_STEPS is 4): 1, one copy per operand and
+# K-tile, because under Triton 3.6 the pieces of 4 cost barriers (module docstring)
 COPY_STEPS = 1
 MULTIPLE_OF = (1, 1, 1)  # any M, N, K, as K12 (SGEMM_PLAIN)
-# the register cap (None: the compiler's choice). On the H200 (Triton 3.6, 4096^3, the defaults
-# below) 3.065 ms against 3.072 ms at 232
+# the register cap (None: the compiler's choice; docs/notes/g12.md compares a cap of 232)
 MAXNREG = None
 # lanes of a warp along k in A's copy map (the rest along m). 16 is K12's map: a copy reads 64
 # contiguous bytes of two rows, and its 16 lanes along k write one column m of the unpadded As,
 # one bank: 16-way. With r lanes along k a copy instruction touches 32 / r rows (L1 lines) and
-# writes r-way conflicted: on the H200 (Triton 3.6, 4096^3, B_STEP = 8) 3.065 ms at 4 (8 lines,
-# 4-way), 3.090 at 8, 3.105 at 2 (both copies at k-step 0: 3.248 at 4, 3.304 at 2, 3.489 at 16)
+# writes r-way conflicted; 4 (8 lines, 4-way) balances the two (2, 4, 8 and 16 are compared in
+# docs/notes/g12.md)
 A_LANES_K = 4
-# the k-step of a phase that issues B's copy (COPY_STEPS = 1; A's is at k-step 0): on the H200
-# (Triton 3.6, 4096^3, A_LANES_K = 4) 3.065 ms at 8, 3.116 at 12, 3.146 at 4, 3.248 at 0. Copies
-# into two allocations at two k-steps cost Triton 3.6 no barrier (slices of one would)
+# the k-step of a phase that issues B's copy (COPY_STEPS = 1; A's is at k-step 0): 8, half a
+# phase after A's, so that the two copies do not make one burst (0, 4, 8 and 12 compared in
+# docs/notes/g12.md). Copies into two allocations at two k-steps cost Triton 3.6 no barrier
+# (slices of one would)
 B_STEP = 8
 NAME = "G12"
 

@@ -15,11 +15,10 @@ shared-memory round trip K1/K2 do not have. Without that fact both loads share o
 and the SASS loop is 2 LDG.E per FFMA: the byte ledger of K1 and K2 alike.
 
 Which of the two it is, the SASS does not say (the same instructions serve both mappings);
-the hardware counters do. On the H200 with Triton 3.6 (``python -m study.profile --kernels
-T1,K1,K2``) T1 reads 33.00 32-byte sectors per warp FMA -- K1's 32 for an uncoalesced A
-column plus 1 for a broadcast B value, where K2 reads 5.00 -- and runs in K1's time
-(275.7 ms at 4096^3, K1 275.9, K2 22.9). So the compiler lays lanes down the rows: K1's
-mapping, which this source neither asks for nor can forbid.
+the hardware counters do (``python -m study.profile --kernels T1,K1,K2``; the reading is in
+``docs/notes/t1.md``). T1 reads K1's 32-byte sectors per warp FMA -- 32 for an uncoalesced A
+column plus 1 for a broadcast B value -- and runs in K1's time. So the compiler lays lanes
+down the rows: K1's mapping, which this source neither asks for nor can forbid.
 
 What Triton does not let you express:
 

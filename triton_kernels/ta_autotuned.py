@@ -11,15 +11,15 @@ CUDA cores, not tensor cores, so the levers are those of a hand-written SGEMM: o
 thread (FFMAs per shared-memory load), registers (they cap the resident blocks), pipeline
 depth (shared memory, which caps them too) and enough blocks to fill the 132 SMs. On the
 H200 at 4096^3 a wide sweep (``python -m study.sweep``: 298 tiles x depths x warp counts,
-then program order and register caps of the 8 fastest, Triton 3.6) found a plateau, not a
-peak: 64x64 tiles on 4 warps (32 outputs per thread, BK 16 or 64), 128x64 and 64x128 on 4
-warps (64 per thread) and 128x64 on 8 warps all land at 87-89% of cuBLAS FP32; 1 stage
-reaches at most 82%, 128 outputs per thread 85%, 16 per thread 74% (the rows are in
-``reports/data/sweep.csv``). Nsight Compute (``python -m study.profile``) says why: such a
-tile executes as many instructions per FMA as cuBLAS's kernel (1.13 per warp FMA each) but
-issues on ~79% of scheduler cycles against cuBLAS's ~89%, the rest lost to shared-load
-latency and dispatch stalls -- the schedule inside the tile, which no choice of tile, depth
-or warp count changes. So the space is that plateau and its edges:
+then program order and register caps of the 8 fastest, Triton 3.6; its rows are in
+``reports/data/sweep.csv``, its figures in ``docs/notes/ta.md``) found a plateau, not a peak:
+64x64 tiles on 4 warps (32 outputs per thread, BK 16 or 64), 128x64 and 64x128 on 4 warps (64
+per thread) and 128x64 on 8 warps all land together, below cuBLAS FP32; 1 stage, 128 outputs
+per thread and 16 per thread fall below the plateau. Nsight Compute
+(``python -m study.profile``) says why: such a tile executes as many instructions per FMA as
+cuBLAS's kernel but issues on fewer of the scheduler's cycles, the rest lost to shared-load
+latency and dispatch stalls -- the schedule inside the tile, which no choice of tile, depth or
+warp count changes. So the space is that plateau and its edges:
 
 * 4 warps on 64x64, 64x128 and 128x64 tiles, BK 16..128, 1..5 stages. 64x128 and 128x64
   hold 64 outputs per thread at ~168 registers with BK 32, 3 blocks per SM. Deeper K or
@@ -232,7 +232,7 @@ def space() -> tuple[tuple[int, int, int, int, int], ...]:
 
 CONFIGS = [_config(*c) for c in space()]
 # Used for ahead-of-time compilation when no tuning result is at hand: the H200's 4096^3 winner
-# in the last study run (88% of cuBLAS), on the plateau the sweep found.
+# when the space was chosen, on the plateau the sweep found (docs/notes/ta.md).
 DEFAULT_CONFIG = {"BM": 64, "BN": 64, "BK": 64, "GROUP_M": GROUP_M, "num_warps": 4, "num_stages": 2}
 
 

@@ -17,32 +17,11 @@ two give identical results. K is masked only where ``EVEN_K`` is false (the laun
 when ``K % BK == 0``). Every launcher takes ``mask_mn`` (None: :data:`MASK_MN`); TA's
 candidates all carry :data:`MASK_MN`, so it runs the twins' scheme.
 
-The default is masked loads, from timing. In the H200 reference runs (Triton 3.6) before and
-after the default changed (``reports/`` at e2d9ff7 and at ba42900), the twins at 4097^3 ran 1.8x
-(TA, each run with its own tuned configuration) to 5.4x (T3c) slower with wrapped indices than
-with masks, while at 4096^3 the two schemes were within 2.1% of each other. The SASS below does
-not show why, so the cost lies outside the instruction stream (in how the wrapped addresses of
-the edge tiles meet the memory system). Compiled ahead of time for sm_90 (Triton 3.9,
-``triton_kernels.aot``, main loop as ``study.toolchain.sass`` finds it), for the twins' tiles
-(T3 32x32x32 on 32 warps, T4 32x32x32 and T5 32x128x32 on 4, each with 1 and 3 stages) and TA's
-43 candidates for 4096^3, masked against wrapped:
-
-* At 4096^3 both schemes load with the same widths in all 49 (per K tile T5 10 LDG.128, T4 4
-  LDG.128, T3 2 LDG.32; LDGSTS of the same width when pipelined), and the masked main loop
-  executes more instructions per FFMA in 48: T5 1.155 -> 1.175 (1183 -> 1203 instructions per
-  1024 FFMA) unpipelined, T4 1.355 -> 1.391 and 1.422 -> 1.449 (3 stages), T3 2.50 -> 2.66 (3
-  stages) and 1.76 -> 2.00 (1 stage, whose wrapped loop is unrolled 4 times), TA's candidates
-  +0.4% to +2.8% (its default 64x64x64, 4 warps, 2 stages: 1.127 -> 1.147). The exception is
-  T5 with 3 stages, 1.178 -> 1.173, whose wrapped kernel spills (LDL/STL) where the masked one
-  does not.
-* At 4097^3 and 4100^3 (the same SASS: neither is a multiple of 16) both schemes lose the
-  128-bit loads alike (T5 40 LDG.32, T4 16, TA's default 64 LDGSTS.32) and masks add more: T5
-  1.305 -> 1.324 (1 stage) and 1.384 -> 1.439 (3 stages), T4 1.844 -> 2.035 (3 stages), TA
-  +1.9% to +13.5%.
-* 4097^3 on rows padded to 4112 elements (strides multiples of 16, sizes not) still loads 32
-  bits in both schemes (T5 40 LDG.32: the bounds of the masks and of the wrap are 4097); there
-  masks sometimes need fewer instructions (T5 1.289 -> 1.271 and T4 1.723 -> 1.543
-  unpipelined, 11 of TA's 43; TA -2.2% to +5.0%).
+The default is masked loads, from timing: at 4097^3 the twins and TA ran slower with wrapped
+indices than with masks, while at 4096^3 the two schemes ran alike. The SASS does not show why
+(at each shape both schemes load with the same widths), so the cost lies outside the
+instruction stream, in how the wrapped addresses of the edge tiles meet the memory system.
+``docs/notes/tile.md`` has the runs and compares the two schemes' main loops.
 
 ``mask_mn`` on every launcher keeps the other scheme one argument away.
 
