@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from study.rundata import rundir
-from study.rundata.rows import main_rows
+from study.derive.selection import main_rows
 from study.rundata.rundir import RunDir
+from study.rundata.tables import T
 
 WIDTH = 120
 # column -> (heading, format)
@@ -79,7 +79,7 @@ def print_tables(rd: RunDir, derived, origin: str) -> None:
         f"full tables in {rd.report}"
     )
     print(fit(formatted(main, MAIN).to_string(index=False)))
-    twins = rd.file(rundir.TWINS)
+    twins = rd.file(T.twins)
     if twins.is_file() and twins.stat().st_size:
         tw = pd.read_csv(twins)
         if len(tw):

@@ -237,7 +237,7 @@ def measure(plan: Plan) -> int:
     ]
     if done:
         say(f"--resume: {len(done)} rows already in {rows_file.path}; {len(todo)} measurements to go")
-    measurer = measuring.Measurer(bench.L2Flush(gpu.l2_bytes), plan.target_s)
+    measurer = measuring.Measurer(bench.L2Flush(gpu.l2_bytes), plan.target_s, gpu.cc)
     peak = gpu.peak_gflops()
 
     def guard(k, shape, row):

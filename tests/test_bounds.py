@@ -11,9 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study.derive import bound_tables, bounds, derive, ledgers, model
+from study.derive import bound_inputs, bound_tables, bounds, derive, ledgers, model
 from study.rundata import rundir
 from study.rundata.gpu import GPU
+from study.rundata.tables import T
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "reports" / "data"
@@ -253,7 +254,7 @@ def test_fit_needs_three_kernels():
 def reference():
     gpu = GPU.from_json(DATA / "gpu.json")
     led = pd.read_csv(DATA / "ledgers.csv")
-    return bounds.run(
+    return bound_inputs.run(
         led[led["experiment"] == "main"], pd.read_csv(DATA / "ncu.csv"), pd.read_csv(DATA / "sass.csv"), gpu
     )
 
@@ -293,17 +294,17 @@ def test_seed_replay_unchanged_and_loo_keeps_the_seed_rows(tmp_path):
         (rd.data / name).write_bytes((DATA / name).read_bytes())
     seed = rundir.RunDir(REPO / "reports")
     derive(rd, seed, note=False)
-    loo = pd.read_csv(rd.file(rundir.LOO))
+    loo = pd.read_csv(rd.file(T.loo))
     seed_rows = loo[loo["method"] == "lstsq"]
     assert list(seed_rows["kernel"]) == model.lstsq_kernels()
     assert (seed_rows["error_pct"] == seed_rows["model_error_pct"]).all()
     assert {"p_ldg", "p_dist", "p_bcast", "measured_cadence", "predicted_cadence"} <= set(loo.columns)
     assert set(loo["method"]) == {"lstsq", "bound"}
-    errs = pd.read_csv(rd.file(rundir.MODEL_ERRORS))
+    errs = pd.read_csv(rd.file(T.model_errors))
     assert {"exact", "lstsq", "sass", "bound"} <= set(errs["method"])
     assert list(errs.columns) == bound_tables.ERROR_COLUMNS
     # the seed replay written beside it is the seed's exact calibration, unchanged
-    sm = pd.read_csv(rd.file(rundir.SEED_MODEL)).iloc[0]
+    sm = pd.read_csv(rd.file(T.seed_model)).iloc[0]
     assert math.isclose(sm["p_ldg"], p.p_ldg) and math.isclose(sm["p_dist"], p.p_dist)
 
 
@@ -385,7 +386,7 @@ def decode():
     ref = pd.read_csv(DATA / "ncu.csv")
     ref = ref[(ref["M"] == 4096) & (ref["N"] == 4096) & (ref["K"] == 4096)]
     ncu = pd.concat([ref, pd.read_csv(FIXTURE / "ncu.csv")], ignore_index=True)
-    return gpu, led, bounds.run(led, ncu, pd.read_csv(DATA / "sass.csv"), gpu)
+    return gpu, led, bound_inputs.run(led, ncu, pd.read_csv(DATA / "sass.csv"), gpu)
 
 
 def test_decode_counters_are_predicted_with_the_main_shape_constants(decode, reference):
@@ -459,7 +460,7 @@ def test_a_launch_of_another_function_than_the_registered_symbol_is_left_out():
     last = ncu.loc[b32, "run_id"].astype(str).max()
     assert set(ncu.loc[b32 & (ncu["run_id"].astype(str) == last), "ncu_kernel"]) == {"kd_gemv_sk_m32"}
     sass = pd.read_csv(DATA / "sass.csv")
-    full = bounds.run(led, ncu, sass, gpu)
+    full = bound_inputs.run(led, ncu, sass, gpu)
     lo = full.left_out
     why = lo[(lo["kernel"] == "KD") & (lo["M"] == 32)]["why"]
     assert len(why) == 1 and "kd_gemv_sk_m32, not kd_gemv" in why.iloc[0]
@@ -468,5 +469,5 @@ def test_a_launch_of_another_function_than_the_registered_symbol_is_left_out():
     # the same counters named as the registered symbol's launch are taken
     relabelled = ncu.copy()
     relabelled.loc[b32, "ncu_kernel"] = "kd_gemv"
-    bm = bounds.run(led, relabelled, sass, gpu)
+    bm = bound_inputs.run(led, relabelled, sass, gpu)
     assert ((bm.inputs["kernel"] == "KD") & (bm.inputs["M"] == 32)).any()

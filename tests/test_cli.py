@@ -347,12 +347,29 @@ def test_without_gpu_into_a_dir_holding_another_run_is_refused(tmp_path):
 
 
 def test_the_baseline_message_names_no_kernel_id():
+    """Ids live in the registry: the baseline's own refusals name the library, not an id."""
+    import re
+
     import torch
 
+    from study import kernels
     from study.measure import baseline
 
-    with pytest.raises(InputError, match="the cuBLAS baseline needs 2-D matrices"):
-        baseline.cublas_matmul(torch.zeros(3), torch.zeros(3, 3))
+    for a, b in ((torch.zeros(3), torch.zeros(3, 3)), (torch.zeros(2, 3), torch.zeros(4, 2))):
+        with pytest.raises(InputError) as e:
+            baseline.cublas_matmul(a, b)
+        said = [kid for kid in kernels.IDS if re.search(rf"\b{re.escape(kid)}\b", str(e.value))]
+        assert said == [], str(e.value)
+    assert "2-D matrices" in str(baseline_error(torch.zeros(3), torch.zeros(3, 3)))
+    assert "inner dimensions differ" in str(baseline_error(torch.zeros(2, 3), torch.zeros(4, 2)))
+
+
+def baseline_error(a, b) -> InputError:
+    from study.measure import baseline
+
+    with pytest.raises(InputError) as e:
+        baseline.cublas_matmul(a, b)
+    return e.value
 
 
 def test_tuned_configs_come_from_the_main_rows(tmp_path):

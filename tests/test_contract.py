@@ -31,6 +31,7 @@ from study.errors import InputError
 from study.rundata import rundir
 from study.rundata.gpu import GPU
 from study.rundata.rundir import RunDir
+from study.rundata.tables import T
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "reports" / "data"
@@ -225,7 +226,7 @@ def test_replay_twice_rederives_a_full_run_directory(seed_run):
     assert {n: seed_run.joinpath("data", n).read_bytes() for n in inputs} == inputs
     assert (seed_run / rundir.REPORT).is_file()
     assert list((seed_run / rundir.FIGURES).glob("*.png"))
-    for name in (rundir.LEDGERS, rundir.MODEL):
+    for name in (T.ledgers.file, T.model.file):
         assert (seed_run / "data" / name).is_file()
     p = cli("study.report", seed_run)
     succeeded(p)

@@ -80,11 +80,33 @@ def test_every_cu_file_has_exactly_one_registry_entry():
         assert len(ids) == 1, f"{path.name}: {len(ids)} registry entries ({ids}); a .cu needs exactly one"
 
 
+def jitted_functions(path) -> set[str]:
+    """The functions of a Python file decorated with ``@triton.jit`` or ``@gluon.jit`` (any
+    ``<name>.jit``, called or not): a name that only appears in a comment or a string is none."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(Path(path).read_text())):
+        if isinstance(node, ast.FunctionDef):
+            for d in node.decorator_list:
+                d = d.func if isinstance(d, ast.Call) else d
+                if isinstance(d, ast.Attribute) and d.attr == "jit":
+                    found.add(node.name)
+    return found
+
+
 @pytest.mark.parametrize("k", [k for k in kernels.KERNELS if k.impl == "triton"], ids=lambda k: k.id)
 def test_triton_source_exists_and_names_its_symbol(k):
     src = REPO / k.source
     assert src.is_file(), f"{k.id}: {k.source} missing"
-    assert k.symbol in src.read_text(), f"{k.id}: {k.symbol} not defined in {k.source}"
+    assert k.symbol in jitted_functions(src), f"{k.id}: no @jit function {k.symbol} in {k.source}"
+
+
+def test_a_symbol_named_only_in_a_comment_is_no_kernel(tmp_path):
+    f = tmp_path / "k.py"
+    f.write_text("import triton\n# tiled_matmul_kernel lives elsewhere\n"
+                 "@triton.jit\ndef other(x):\n    pass\n")
+    assert jitted_functions(f) == {"other"}
 
 
 @pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
@@ -137,7 +159,7 @@ def test_comparing_kernels_reads_no_file(tmp_path):
     k = kernels.Kernel("KX", "cuda", "x", source=str(bad), symbol="bad", threads=32)
     assert k == k and k != kernels.BASELINE and hash(k) == hash(k)
     assert k in [kernels.BASELINE, k]
-    with pytest.raises(InputError, match=r"bad\.cu: 0 SGEMM_REGISTER lines"):
+    with pytest.raises(InputError, match=r"bad\.cu: no SGEMM_REGISTER line"):
         _ = k.tile
 
 
@@ -191,8 +213,10 @@ def test_registration_reads_defines_continuations_and_flags(tmp_path):
 
 
 @pytest.mark.parametrize("body, why", [
-    ("// SGEMM_REGISTER(kx, 1, 1, 0, 1, 0)\n", "0 SGEMM_REGISTER lines"),
-    ("SGEMM_REGISTER(a, 1, 1, 0, 1, 0)\nSGEMM_REGISTER(b, 1, 1, 0, 1, 0)\n", "2 SGEMM_REGISTER lines"),
+    ("// SGEMM_REGISTER(kx, 1, 1, 0, 1, 0)\n", "no SGEMM_REGISTER line"),
+    ("SGEMM_REGISTER(a, 1, 1, 0, 1, 0)\nSGEMM_REGISTER(b, 1, 1, 0, 1, 0)\n",
+     "2 SGEMM_REGISTER lines, where one"),
+    ("SGEMM_REGISTER(a, 1, 1, 0, 1, 0)\nSGEMM_REGISTER(a, 2, 1, 0, 1, 0)\n", "names a more than once"),
     ("SGEMM_REGISTER(a, 1, 1, 0, 1)\n", "takes 6 arguments"),
     ("SGEMM_REGISTER(\"a\", 1, 1, 0, 1, 0)\n", "first argument must be the kernel's name"),
     ("SGEMM_REGISTER(a, 0, 1, 0, 1, 0)\n", "BM, BN, THREADS >= 1"),
@@ -485,8 +509,12 @@ def test_headline_kernels():
     got = kernels.headline_kernels()
     assert got[-1] is top and got.count(top) == 1
     assert got[:-1] == kernels._unique([*kernels.tuned_kernels(), *kernels.pipelined_twins(top.id)])
-    if top.id == "K6":  # today's ladder
-        assert [k.id for k in got] == ["TA", "T5p", "K6"]
+    # a run that timed the seed's ladder, or the ladder up to K12: the autotuned kernel, the
+    # software-pipelined tl.dot twin of that run's top rung, then the rung itself
+    seed_run = {"K0", "K1", "K2", "K3", "K3c", "K4", "K5", "K6", "T5", "T5p", "TA"}
+    assert [k.id for k in kernels.headline_kernels(among=seed_run)] == ["TA", "T5p", "K6"]
+    to_k12 = seed_run | {"K7", "K8", "K9", "K10", "K11", "K12", "T12p", "G12"}
+    assert [k.id for k in kernels.headline_kernels(among=to_k12)] == ["TA", "T12p", "K12"]
     lower = kernels.cuda_ladder()[-2]
     assert kernels.headline_kernels(among={lower.id})[-1] is lower
 

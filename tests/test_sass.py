@@ -17,6 +17,7 @@ import pytest
 from study import kernels
 from study.derive.compiled import counted_vs_compiled
 from study.errors import InputError
+from study.kernels.kernel import REPO
 from study.toolchain import compile as tc
 from study.toolchain import occupancy, sass, table, tools
 from triton_kernels import aot
@@ -380,11 +381,17 @@ def test_an_arch_outside_the_table_is_refused_before_any_compiler_runs(monkeypat
 @needs_tools
 def test_a_failing_kernel_gets_an_error_row(sass_cache, tmp_path):
     bad = tmp_path / "bad.cu"
-    bad.write_text('extern "C" __global__ void bad(float *x) { x[0] = undefined_name; }\n')
-    broken = kernels.Kernel("KX", "cuda", "broken", target="cuda:kx", threads=32, source=str(bad),
-                            symbol="bad")
-    df = table.sass_table([broken, kernels.get("K3")], ARCH).set_index("kernel")
+    bad.write_text('#include "common.cuh"\n'
+                   'extern "C" __global__ void bad(float *x) { x[0] = undefined_name; }\n'
+                   "SGEMM_REGISTER(bad, 32, 32, 0, 32, SGEMM_PLAIN)\n")
+    (tmp_path / "common.cuh").write_text((REPO / "cuda_kernels" / "common.cuh").read_text())
+    unregistered = tmp_path / "unregistered.cu"
+    unregistered.write_text('extern "C" __global__ void kx(float *x) { x[0] = 1.0f; }\n')
+    broken = kernels.Kernel("KX", "cuda", "broken", source=str(bad))
+    unread = kernels.Kernel("KY", "cuda", "unread", source=str(unregistered))
+    df = table.sass_table([broken, unread, kernels.get("K3")], ARCH).set_index("kernel")
     assert "nvcc failed" in df.loc["KX", "error"] and df.loc["K3", "error"] == ""
+    assert df.loc["KX", "symbol"] == "bad" and "no SGEMM_REGISTER line" in df.loc["KY", "error"]
     assert df.loc["K3", "loop_FFMA"] == 32
 
 

@@ -216,7 +216,7 @@ def test_the_stride_points_hold_4100_and_the_padded_remedy():
     assert len({p.label for p in pts}) == 4 and "ld=4112" in pts[3].label
     # the pair every comparison is made against stays the pair
     assert [p.label for p in experiments.points("strides")] == ["n=4096", "n=4097"]
-    from study.rundata.rows import stride_labels
+    from study.derive.selection import stride_labels
 
     assert stride_labels() == ("n=4096", "n=4097")
     assert experiments.stride_extras() == tuple(pts[2:])

@@ -1,43 +1,37 @@
 """Derive: the only place where arithmetic over recorded rows happens.
 
-``derive(run_dir)`` reads a run directory's measured inputs (results, GPU constants, SASS, counters),
-checks them (``validate``), and writes every derived table the report renders: the ledgers, the
-model's prices and predictions, leave-one-out, counted vs compiled, twin pairs, the experiments'
-tables, the hardware counters, and the seed GPU's replay. A live run, a replay and the no-GPU path
-all end here, so their tables cannot disagree.
+``derive(run_dir)`` reads a run directory's measured inputs (results, GPU constants, SASS,
+counters), checks them (``validate``), and writes every derived table that
+``study.rundata.tables`` declares: each is its declaration's producer applied to the values of a
+:class:`Derivation` its ``inputs`` name (the ledger table, the model's prices, the SASS and
+counter rows, the bound model, ...). A live run, a replay and the no-GPU path all end here, so
+their tables cannot disagree.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-from dataclasses import dataclass, field
-from pathlib import Path
+from functools import cached_property
 
 import pandas as pd
 
 from study.cli import say
 from study.derive import counters as counters_
-from study.derive import ledgers, model, tables, validate
+from study.derive import ledgers, model, validate
 from study.errors import InputError
 from study.rundata import results as results_io
 from study.rundata import rundir as rd_files
 from study.rundata.gpu import GPU, for_run
 from study.rundata.rundir import RunDir
+from study.rundata.tables import DERIVED, T, Table
 
 # the model's steps, in order; each needs its kernels timed at one common shape
 MODEL_STEPS = ("exact calibration", "least-squares fit", "SASS prices", "leave-one-out")
+DEFAULT_MAIN_SHAPE = (4096, 4096, 4096)
 
 
-@dataclass
-class Derived:
-    gpu: GPU
-    gpu_source: str
-    ledgers: pd.DataFrame
-    model: pd.DataFrame
-    skipped: dict[str, list[str]] = field(default_factory=dict)  # why -> model steps skipped
-
-
-def read_csv(path: Path) -> pd.DataFrame | None:
+def read_csv(path) -> pd.DataFrame | None:
     """A CSV of the run, None when absent, empty or unreadable (its consumer says so)."""
     if not path.is_file():
         return None
@@ -88,125 +82,184 @@ def read_results(rd: RunDir) -> pd.DataFrame:
     return results_io.read(rd.file(rd_files.RESULTS), required=["kernel", "M", "N", "K", "ms"])
 
 
-def derive(
-    rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool = False, note: bool = True
-) -> Derived:
-    """Every derived table of ``rd`` from its measured inputs, written into ``rd``.
+def sampled_clock(rows: pd.DataFrame) -> float | None:
+    """The run's sampled SM clock: the median of the main experiment's sampled clocks (its rows'
+    ``sm_clock_mhz``), None where none was sampled."""
+    if "sm_clock_mhz" not in rows.columns:
+        return None
+    main = rows[rows["experiment"].astype(str) == "main"] if "experiment" in rows.columns else rows
+    clocks = pd.to_numeric(main["sm_clock_mhz"], errors="coerce")
+    return float(clocks[clocks > 0].median()) if clocks.gt(0).any() else None
+
+
+class Derivation:
+    """The values a run's derived tables are computed from, each computed once, on first use.
+
+    The model steps (exact calibration, least squares, SASS prices, leave-one-out) run in order
+    when the derivation starts; a step whose kernels were not timed is skipped, and ``skipped``
+    says why (with ``require_calibration`` the exact calibration is an InputError instead)."""
+
+    def __init__(self, rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool = False,
+                 note: bool = True):
+        self.rd, self.seed = rd, seed
+        self._values: dict[str, pd.DataFrame | None] = {}
+        self.rows = read_results(rd)
+        gpu, self.gpu_source = for_run(rd.file(rd_files.GPU), self.rows)
+        if not gpu.sampled_sm_clock_mhz:  # derived from the rows, never written into gpu.json
+            gpu = gpu.with_sampled_clock(sampled_clock(self.rows))
+        self.gpu = gpu
+        validate.check_rows(self.rows, gpu, str(rd.file(rd_files.RESULTS)))
+        self.times = timed(self.rows, note=note)
+        if self.times.empty:
+            raise InputError(f"{rd.file(rd_files.RESULTS)}: no row has a time "
+                             "(every kernel failed its check)")
+        self.skipped: dict[str, list[str]] = {}
+        raw = ledgers.ledger_table(with_tile_columns(self.times), gpu)
+        if require_calibration:
+            self.exact = model.calibrate_exact(raw)
+        else:
+            self.exact = self._attempt(MODEL_STEPS[0], lambda: model.calibrate_exact(raw))
+        self.lstsq = self._attempt(MODEL_STEPS[1], lambda: model.fit_lstsq(raw))
+        self.ledger = model.apply(raw, self.exact) if self.exact is not None else raw
+        prices = model.prices_table([p for p in (self.exact, self.lstsq) if p is not None])
+        self.sass_fit = None
+        if self.sass is not None:
+            self.sass_fit = self._attempt(MODEL_STEPS[2], lambda: model.fit_sass(self.ledger, self.sass))
+        self.model = model.with_sass(prices, self.sass_fit) if self.sass_fit is not None else prices
+        self.seed_loo = self._attempt(MODEL_STEPS[3], lambda: model.leave_one_out(self.ledger))
+
+    def _attempt(self, step: str, fn):
+        try:
+            return fn()
+        except InputError as e:  # the model's one complaint: too few kernels timed for this step
+            self.skipped.setdefault(str(e).removeprefix("cannot calibrate: "), []).append(step)
+            return None
+
+    # --- the measured inputs ------------------------------------------------------------------
+    def _measured(self, t: Table) -> pd.DataFrame | None:
+        return read_csv(self.rd.file(t.file))
+
+    @cached_property
+    def sass(self) -> pd.DataFrame | None:
+        return self._measured(T.sass)
+
+    @cached_property
+    def sass_strides(self) -> pd.DataFrame | None:
+        return self._measured(T.sass_strides)
+
+    @cached_property
+    def clocks(self) -> pd.DataFrame | None:
+        return self._measured(T.clocks)
+
+    @cached_property
+    def ncu(self) -> pd.DataFrame | None:
+        """The run's counters, where they have their metric and value columns."""
+        ncu = self._measured(T.ncu)
+        return ncu if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None
+
+    @property
+    def prices(self) -> pd.DataFrame:
+        return self.model
+
+    @property
+    def ledgers(self) -> pd.DataFrame:
+        """The ledger table (ledgers.csv): every timed row with its figures, the model applied."""
+        return self.ledger
+
+    @property
+    def l2_bytes(self) -> int | None:
+        return self.gpu.l2_bytes
+
+    @property
+    def max_mhz(self) -> float:
+        return self.gpu.sm_clock_mhz
+
+    @cached_property
+    def main_shape(self) -> tuple[int, int, int]:
+        rows = self.rows
+        main = rows[rows["experiment"].astype(str) == "main"] if "experiment" in rows else rows
+        if not len(main):
+            return DEFAULT_MAIN_SHAPE
+        r = main.iloc[0]
+        return int(r["M"]), int(r["N"]), int(r["K"])
+
+    # --- values several tables share -----------------------------------------------------------
+    @cached_property
+    def model_sass(self) -> pd.DataFrame | None:
+        return self.sass_fit.predictions if self.sass_fit is not None else None
+
+    @cached_property
+    def counters(self) -> pd.DataFrame | None:
+        return counters_.counters(self.ncu) if self.ncu is not None else None
+
+    @cached_property
+    def seed_tables(self) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+        return replay_seed(self.seed)
+
+    @property
+    def seed_ledgers(self) -> pd.DataFrame | None:
+        return self.seed_tables[0]
+
+    @property
+    def seed_model(self) -> pd.DataFrame | None:
+        return self.seed_tables[1]
+
+    @cached_property
+    def bound(self) -> dict[str, pd.DataFrame | None]:
+        """The bound model's tables (``bounds``), loo.csv with the seed's rows ("lstsq") and the
+        bound model's, and model_errors.csv beside the seed's methods."""
+        from study.derive import bound_tables
+
+        return bound_tables.tables(self.ledger, self.ncu, self.sass, self.gpu, self.seed_loo,
+                                   self.seed_ledgers, self.value(T.predictions))
+
+    def value(self, t: Table):
+        """The table ``t`` of this derivation: its producer applied to its inputs (None where an
+        input it needs is absent), or, without a producer, the derivation's value of its name.
+        Computed once."""
+        if t.name not in self._values:
+            self._values[t.name] = self._compute(t)
+        return self._values[t.name]
+
+    def _compute(self, t: Table):
+        if not t.producer:
+            return self.bound[t.name] if t.name in BOUND_TABLES else getattr(self, t.name)
+        args = []
+        for name in t.inputs:
+            v = getattr(self, name.rstrip("?"))
+            if v is None and not name.endswith("?"):
+                return None
+            args.append(v)
+        module, fn = t.producer.rsplit(".", 1)
+        return getattr(importlib.import_module(f"study.derive.{module}"), fn)(*args)
+
+
+# the tables the bound model writes together (``Derivation.bound``)
+BOUND_TABLES = ("loo", "bounds", "bound_constants", "bound_steps", "bound_findings", "bound_travel",
+                "model_errors")
+
+
+def derive(rd: RunDir, seed: RunDir | None = None, *, require_calibration: bool = False,
+           note: bool = True) -> Derivation:
+    """Every derived table of ``rd`` (``study.rundata.tables.DERIVED``) from its measured inputs,
+    written into ``rd``; a table that cannot be computed from them is removed, never left over
+    from another derivation.
 
     The ledgers are always written. Each model step runs when its kernels were timed, and is
     otherwise skipped with one line saying what it lacked. With ``require_calibration`` (a replay
     the user asked for) times that cannot be calibrated are an InputError, raised before anything
     is written. ``seed`` holds the seed GPU's published times (``rundir.SEED_TIMES``/``SEED_GPU``).
     """
-    rows = read_results(rd)
-    gpu, source = for_run(rd.file(rd_files.GPU), rows)
-    validate.check_rows(rows, gpu, str(rd.file(rd_files.RESULTS)))
-    times = timed(rows, note=note)
-    if times.empty:
-        raise InputError(f"{rd.file(rd_files.RESULTS)}: no row has a time (every kernel failed its check)")
-    table = ledgers.ledger_table(with_tile_columns(times), gpu)
-    skipped: dict[str, list[str]] = {}
-
-    def attempt(step, fn):
-        try:
-            return fn()
-        except InputError as e:  # the model's one complaint: too few kernels timed for this step
-            skipped.setdefault(str(e).removeprefix("cannot calibrate: "), []).append(step)
-            return None
-
-    exact = (
-        model.calibrate_exact(table)
-        if require_calibration
-        else attempt(MODEL_STEPS[0], lambda: model.calibrate_exact(table))
-    )
-    lstsq = attempt(MODEL_STEPS[1], lambda: model.fit_lstsq(table))
-    mtab = model.prices_table([p for p in (exact, lstsq) if p is not None])
-    if exact is not None:
-        table = model.apply(table, exact)
-    sass_df = read_csv(rd.file(rd_files.SASS))
-    sass_fit = None
-    if sass_df is not None:
-        sass_fit = attempt(MODEL_STEPS[2], lambda: model.fit_sass(table, sass_df))
-        if sass_fit is not None:
-            mtab = model.with_sass(mtab, sass_fit)
-    loo = attempt(MODEL_STEPS[3], lambda: model.leave_one_out(table))
-
-    write = _writer(rd)
-    write(rd_files.LEDGERS, table)
-    write(rd_files.MODEL, mtab)
-    write(rd_files.LOO, loo)  # rewritten below with the bound model's rows appended
-    write(rd_files.MODEL_SASS, sass_fit.predictions if sass_fit is not None else None)
-    write(rd_files.COUNTED_VS_COMPILED, _counted_vs_compiled(sass_df))
-    predictions = tables.predictions(table, mtab, sass_fit.predictions if sass_fit else None)
-    write(rd_files.PREDICTIONS, predictions)
-    write(rd_files.PRICE_SHIFT, tables.price_shift(mtab))
-    write(rd_files.TWINS, tables.twins(table))
-    write(rd_files.STRIDES, tables.strides(table))
-    widths = read_csv(rd.file(rd_files.SASS_STRIDES))
-    write(rd_files.STRIDE_LOADS, tables.stride_loads(widths) if widths is not None else None)
-    write(rd_files.SHAPES, tables.shapes(table))
-    write(rd_files.SIZES, tables.sizes(table, gpu.l2_bytes))
-    write(rd_files.SIZE_STEP, tables.size_step(table, gpu.l2_bytes))
-    ncu = read_csv(rd.file(rd_files.NCU))
-    has_metrics = ncu is not None and {"metric", "value"} <= set(ncu.columns)
-    counters = counters_.counters(ncu) if has_metrics else None
-    write(rd_files.COUNTERS, counters)
-    write(rd_files.LADDER, counters_.ladder(table, sass_df, counters))
-    write(rd_files.CLOCK_SUMMARY, tables.clocks(rows, read_csv(rd.file(rd_files.CLOCKS)), gpu.sm_clock_mhz))
-    seed_ledgers, seed_model = replay_seed(seed)
-    write(rd_files.SEED_LEDGERS, seed_ledgers)
-    write(rd_files.SEED_MODEL, seed_model)
-    _write_bounds(write, table, ncu if has_metrics else None, sass_df, gpu, loo, seed_ledgers, predictions)
-    for reason, steps in skipped.items():
-        say(f"model: skipped {', '.join(steps)} ({reason})")
-    return Derived(gpu, source, table, mtab, skipped)
-
-
-def _write_bounds(write, table, ncu, sass_df, gpu, loo, seed_ledgers, predictions) -> None:
-    """The bound model (``bounds``): its tables, model_errors.csv beside the seed's methods, and
-    loo.csv with a ``method`` column (the seed's rows "lstsq") and the bound model's rows appended.
-    ``ncu``: the run's counters with their metric and value columns, or None."""
-    from study.derive import bound_tables, bounds
-
-    bm = bounds.run(table, ncu, sass_df, gpu) if ncu is not None else None
-    seed_loo = None if loo is None else loo.assign(method="lstsq", error_pct=loo["model_error_pct"])
-    seed_rows = bound_tables.seed_rows(table, predictions)
-    if bm is None:
-        write(rd_files.LOO, seed_loo)
-        for name in (rd_files.BOUNDS, rd_files.BOUND_CONSTANTS, rd_files.BOUND_STEPS):
-            write(name, None)
-        why = bounds.why_not(table, ncu, sass_df, gpu)
-        write(rd_files.BOUND_FINDINGS, bound_tables.not_fitted(why))
-        write(rd_files.MODEL_ERRORS, seed_rows if len(seed_rows) else None)
-        inp = bounds.inputs(table, None, None, bounds.machine(gpu))
-        write(rd_files.BOUND_TRAVEL, bound_tables.travel(table, inp, seed_ledgers))
-        return
-    errors = bound_tables.model_errors(bm.predictions, bm.constants, seed_rows)
-    write(rd_files.LOO, pd.concat([x for x in (seed_loo, bm.loo) if x is not None], ignore_index=True))
-    write(rd_files.BOUNDS, bm.predictions)
-    write(rd_files.BOUND_CONSTANTS, bound_tables.constants_table(bm.constants, bounds.machine(gpu)))
-    write(rd_files.BOUND_STEPS, bound_tables.steps(bm.predictions, bm.constants.shape))
-    write(rd_files.BOUND_FINDINGS, bound_tables.findings(bm.predictions, bm.constants, bm.loo, errors))
-    write(rd_files.BOUND_TRAVEL, bound_tables.travel(table, bm.inputs, seed_ledgers, bm.left_out))
-    write(rd_files.MODEL_ERRORS, errors)
-
-
-def _writer(rd: RunDir):
-    def write(name: str, df: pd.DataFrame | None) -> None:
+    d = Derivation(rd, seed, require_calibration=require_calibration, note=note)
+    for t in DERIVED:
+        df = d.value(t)
         if df is None:
-            rd.remove(name)  # not from another derivation's inputs
+            rd.remove(t.file)
         else:
-            df.to_csv(rd.file(name), index=False)
-
-    return write
-
-
-def _counted_vs_compiled(sass_df: pd.DataFrame | None) -> pd.DataFrame | None:
-    if sass_df is None or "kernel" not in sass_df.columns:
-        return None
-    from study.derive import compiled
-
-    return compiled.counted_vs_compiled(sass_df)
+            df.to_csv(rd.file(t.file), index=False)
+    for reason, steps in d.skipped.items():
+        say(f"model: skipped {', '.join(steps)} ({reason})")
+    return d
 
 
 def replay_seed(seed: RunDir | None) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:

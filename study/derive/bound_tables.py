@@ -13,9 +13,10 @@ import pandas as pd
 from study import kernels as registry
 from study.derive import model as seed_model
 from study.derive.bounds import METHOD, NAN, RESOURCES, T_LINE, Constants, Machine, at_shape
-from study.rundata.rows import order
+from study.derive.selection import order
+from study.rundata.tables import T
 
-CONSTANT_COLUMNS = ["constant", "value", "unit", "meaning", "fitted", "kernels"]
+CONSTANT_COLUMNS = [*T.bound_constants.columns]  # declared in study.rundata.tables
 
 
 def constants_table(c: Constants, m: Machine) -> pd.DataFrame:
@@ -64,19 +65,7 @@ def constants_table(c: Constants, m: Machine) -> pd.DataFrame:
     )
 
 
-ERROR_COLUMNS = [
-    "method",
-    "kernel",
-    "impl",
-    "M",
-    "N",
-    "K",
-    "measured_cadence",
-    "predicted_cadence",
-    "error_pct",
-    "role",
-    "bound",
-]
+ERROR_COLUMNS = [*T.model_errors.columns]  # declared in study.rundata.tables
 
 
 def seed_rows(ledger: pd.DataFrame, predictions: pd.DataFrame | None) -> pd.DataFrame:
@@ -133,7 +122,7 @@ def model_errors(pred: pd.DataFrame, c: Constants, seed: pd.DataFrame) -> pd.Dat
     return pd.concat([seed, ours], ignore_index=True)[ERROR_COLUMNS]
 
 
-STEP_COLUMNS = ["from", "to", "from_bound", "to_bound", "moved", "speedup", "predicted_speedup", "changed"]
+STEP_COLUMNS = [*T.bound_steps.columns]  # declared in study.rundata.tables
 NAMES = {
     "fma": "FMA-pipe bound",
     "issue": "issue bound",
@@ -179,7 +168,7 @@ def steps(pred: pd.DataFrame, shape: tuple[int, int, int] | None = None) -> pd.D
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
 
 
-FINDING_COLUMNS = ["finding", "value", "kernels", "note"]
+FINDING_COLUMNS = [*T.bound_findings.columns]  # declared in study.rundata.tables
 
 
 def findings(
@@ -327,7 +316,7 @@ def shape_findings(pred: pd.DataFrame, c: Constants, band: float = 10.0) -> list
     return rows
 
 
-TRAVEL_COLUMNS = ["where", "M", "N", "K", "kernels", "applied", "why"]
+TRAVEL_COLUMNS = [*T.bound_travel.columns]  # declared in study.rundata.tables
 
 
 def travel(
@@ -399,3 +388,35 @@ def not_fitted(reason: str) -> pd.DataFrame:
     return pd.DataFrame(
         [{"finding": "not fitted", "value": NAN, "kernels": "", "note": reason}], columns=FINDING_COLUMNS
     )
+
+
+def tables(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, gpu,
+           seed_loo: pd.DataFrame | None, seed_ledgers: pd.DataFrame | None,
+           predictions: pd.DataFrame | None) -> dict[str, pd.DataFrame | None]:
+    """The bound model's tables by name: bounds, bound_constants, bound_steps, bound_findings,
+    bound_travel, model_errors beside the seed's methods, and loo with a ``method`` column (the
+    seed's leave-one-out rows "lstsq", then the bound model's). ``ncu``: the run's counters with
+    their metric and value columns, or None; a table the model cannot fill is None."""
+    from study.derive import bound_inputs, bounds
+
+    bm = bound_inputs.run(ledger, ncu, sass, gpu) if ncu is not None else None
+    loo = None if seed_loo is None else seed_loo.assign(method="lstsq", error_pct=seed_loo["model_error_pct"])
+    seed = seed_rows(ledger, predictions)
+    if bm is None:
+        inp = bound_inputs.inputs(ledger, None, None, bounds.machine(gpu))
+        return {
+            "loo": loo, "bounds": None, "bound_constants": None, "bound_steps": None,
+            "bound_findings": not_fitted(bound_inputs.why_not(ledger, ncu, sass, gpu)),
+            "bound_travel": travel(ledger, inp, seed_ledgers),
+            "model_errors": seed if len(seed) else None,
+        }
+    errors = model_errors(bm.predictions, bm.constants, seed)
+    return {
+        "loo": pd.concat([x for x in (loo, bm.loo) if x is not None], ignore_index=True),
+        "bounds": bm.predictions,
+        "bound_constants": constants_table(bm.constants, bounds.machine(gpu)),
+        "bound_steps": steps(bm.predictions, bm.constants.shape),
+        "bound_findings": findings(bm.predictions, bm.constants, bm.loo, errors),
+        "bound_travel": travel(ledger, bm.inputs, seed_ledgers, bm.left_out),
+        "model_errors": errors,
+    }

@@ -65,7 +65,6 @@ function of the time).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -74,7 +73,6 @@ import pandas as pd
 
 from study import kernels as registry
 from study.derive import model as seed_model
-from study.rundata.rows import in_order
 
 NAN = math.nan
 SCHEDULERS = 4  # warp schedulers per SM (every architecture study.arch knows since Maxwell)
@@ -92,44 +90,6 @@ ETA_GRID = np.round(np.arange(0.40, 1.0001, 0.002), 3)
 # (2-way); K8-K10 pad the transposed row (conflict-free). A kernel without counts (Triton, which
 # swizzles its shared layouts) stores conflict-free; cuBLAS's stores are unknown (0).
 
-# ncu metric names (study/profile.py records them)
-NCU = {
-    "inst": "smsp__inst_executed.sum",
-    "inst_fma": "smsp__inst_executed_pipe_fma.sum",
-    "wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "requests": "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
-    "dram": "dram__bytes_read.sum",
-    "warps": "sm__warps_active.avg.pct_of_peak_sustained_active",
-}
-
-INPUT_COLUMNS = [
-    "kernel",
-    "impl",
-    "M",
-    "N",
-    "K",
-    "measured_cadence",
-    "inst_per_wfma",
-    "fma_inst_per_wfma",
-    "ld_wavefronts_per_wfma",
-    "st_wavefronts_per_wfma",
-    "wavefronts_per_wfma",
-    "sectors_per_wfma",
-    "requests_per_wfma",
-    "lines_per_wfma",
-    "dram_bytes_per_wfma",
-    "warps",
-    "warps_from",
-    "wfma_per_trip",
-    "exposed",
-    "spill_reloads",
-    "producer_waits",
-    "stores",
-    "blocks",
-    "blocks_per_sm",
-    "tail",
-]
 TERM_COLUMNS = ["b_fma", "b_issue", "b_smem", "b_l1", "b_dram", "latency", "latency_smem"]
 
 
@@ -156,6 +116,7 @@ class Machine:
     dram_gbps: float  # the datasheet peak
     max_warps: int
     read_gbps: float | None = None  # the measured read roof (gpu.json), where the run measured it
+    cc: str | None = None  # compute capability: which path a kernel of several launches (path_for)
 
     @property
     def fma_floor(self) -> float:
@@ -185,7 +146,7 @@ def machine(gpu) -> Machine:
     read = getattr(gpu, "read_gbps", None)
     return Machine(
         int(gpu.fp32_lanes_per_sm), int(gpu.sms), float(gpu.sm_clock_mhz), float(gpu.dram_gbps()), int(warps),
-        float(read) if read else None,
+        float(read) if read else None, gpu.cc,
     )
 
 
@@ -284,214 +245,6 @@ def lines(sectors: float, requests: float, uncoalesced: bool) -> float:
 
 def error_pct(pred: float, meas: float) -> float:
     return (pred / meas - 1) * 100 if meas and np.isfinite(meas) and np.isfinite(pred) else NAN
-
-
-# ---------------------------------------------------------------------------------------------
-# Inputs from the tables
-
-
-def ncu_wide(ncu: pd.DataFrame) -> pd.DataFrame:
-    """Per (kernel, M, N, K): the latest profiling run's metrics, ``.sum`` counts added over
-    launches, rates averaged (as ``counters.counters`` combines them)."""
-    df = ncu.copy()
-    df["metric"], df["kernel"] = df["metric"].astype(str), df["kernel"].astype(str)
-    df["value"] = pd.to_numeric(df["value"], errors="coerce")
-    if "launch" not in df.columns:
-        df["launch"] = 0
-    if "run_id" in df.columns:
-        last = df.groupby(["kernel", "M", "N", "K"])["run_id"].transform(lambda r: r.astype(str).max())
-        df = df[df["run_id"].astype(str) == last]
-    rows = []
-    for (kid, M, N, K), g in df.groupby(["kernel", "M", "N", "K"], sort=False):
-        wide = g.pivot_table(index="launch", columns="metric", values="value", aggfunc="last")
-        r = {n: (wide[n].sum() if n.endswith(".sum") else wide[n].mean()) for n in wide.columns}
-        names = sorted(g["ncu_kernel"].dropna().astype(str).unique()) if "ncu_kernel" in g.columns else []
-        rows.append({"kernel": kid, "M": int(M), "N": int(N), "K": int(K), "ncu_kernels": names, **r})
-    return pd.DataFrame(rows)
-
-
-def _tile_threads(kid: str, config) -> tuple[tuple[int, int, int] | None, int | None]:
-    k = registry.BY_ID[kid]
-    if k.tuned:  # the autotune winner's tile and warps, recorded with the row
-        cfg = json.loads(config) if isinstance(config, str) and config.startswith("{") else {}
-        if all(d in cfg for d in ("BM", "BN", "BK")):
-            return (int(cfg["BM"]), int(cfg["BN"]), int(cfg["BK"])), int(cfg.get("num_warps", 4)) * 32
-        return None, None
-    if k.impl == "cublas":
-        return None, None
-    return k.tile, k.threads
-
-
-def _contiguous(at: pd.DataFrame) -> pd.DataFrame:
-    """The rows timed on contiguous operands: ncu profiles a shape with its natural strides, so a
-    padded-storage row (``ld`` set) is not the profiled launch."""
-    if "ld" not in at.columns:
-        return at
-    ld = pd.to_numeric(at["ld"], errors="coerce")
-    return at[ld.isna()]
-
-
-def _config(cfg) -> dict:
-    return json.loads(cfg) if isinstance(cfg, str) and cfg.startswith("{") else {}
-
-
-def _inputs(
-    ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, m: Machine
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(inputs, left out): the count inputs of every (kernel, shape) with counters and a time, and
-    the (kernel, shape)s with counters that the model cannot take, with why."""
-    skipped: list[dict] = []
-    if ncu is None or ledger is None or ledger.empty:
-        return pd.DataFrame(columns=INPUT_COLUMNS), pd.DataFrame(columns=SKIP_COLUMNS)
-    wide = ncu_wide(ncu)
-    sx = (
-        sass.drop_duplicates("kernel", keep="last").set_index("kernel")
-        if sass is not None
-        else pd.DataFrame()
-    )
-    rows = []
-    for _, w in wide.iterrows():
-        kid = w["kernel"]
-        M, N, K = w["M"], w["N"], w["K"]
-
-        def skip(why, kid=kid, M=M, N=N, K=K):
-            skipped.append({"kernel": kid, "M": M, "N": N, "K": K, "why": why})
-
-        if kid not in registry.BY_ID:
-            skip("not in the registry")
-            continue
-        k = registry.BY_ID[kid]
-        at = ledger[(ledger["kernel"] == kid) & (ledger["M"] == M) & (ledger["N"] == N) & (ledger["K"] == K)]
-        at = _contiguous(at)
-        if at.empty:
-            skip("counters but no time on contiguous operands at this shape")
-            continue
-        meas = float(pd.to_numeric(at["cadence"], errors="coerce").median())
-        wfma = M * N * K / 32
-
-        def get(key, w=w, wfma=wfma):
-            return float(w.get(NCU[key], NAN)) / wfma
-
-        config = at["config"].iloc[-1] if "config" in at.columns else None
-        s = sx.loc[kid] if kid in sx.index else None
-        launched = [n for n in w.get("ncu_kernels", []) if n != k.symbol]
-        if k.impl == "cuda" and s is not None and launched:
-            # a launcher that picks another function at this shape (KD by M): sass.csv holds the
-            # registered symbol's loop counts and occupancy, not this launch's
-            skip(f"the launch profiled here is {', '.join(launched)}, not {k.symbol}, whose SASS "
-                 "sass.csv holds")
-            continue
-        compiled = _config(s.get("config")) if s is not None else {}
-        if k.tuned and compiled and any(_config(config).get(n) != v for n, v in compiled.items()):
-            # the SASS table holds the compile of one tuned config: its loop counts and occupancy
-            # are not this launch's
-            skip(f"the autotuner picked another config here than the one compiled into sass.csv ({config})")
-            continue
-        tile, threads = _tile_threads(kid, config)
-        # resident warps: theoretical occupancy from the SASS table; cuBLAS has none, so ncu's
-        # active warps (a residency count, not a time) stand in
-        if s is not None and pd.notna(s.get("occupancy_pct")) and m.max_warps:
-            warps, warps_from = float(s["occupancy_pct"]) / 100 * m.max_warps, "sass occupancy"
-        else:
-            warps, warps_from = float(w.get(NCU["warps"], NAN)) / 100 * m.max_warps, "ncu warps active"
-        loop_ffma = float(s["loop_FFMA"]) if s is not None and pd.notna(s.get("loop_FFMA")) else NAN
-        loop_ldg = float(s.get("loop_LDG", 0) or 0) if s is not None else 0.0
-        loop_bar = float(s.get("loop_BAR", 0) or 0) if s is not None else NAN
-        loop_sts = float(s.get("loop_STS", 0) or 0) if s is not None else NAN
-        loop_ldgsts = float(s.get("loop_LDGSTS", 0) or 0) if s is not None else NAN
-        loop_stsm = float(s.get("loop_STSM", 0) or 0) if s is not None else NAN
-        # a loop trip waits on its own global loads unless they were issued a trip ahead: one
-        # barrier per trip (register prefetch into a second stage) or cp.async stages (no LDG)
-        exposed = bool(s is not None and loop_ldg > 0 and loop_bar != 1)
-        spill_reloads = float(s.get("loop_LDL", 0) or 0) if s is not None else 0.0
-        c = k.counted
-        uncoalesced = bool(
-            c is not None and c.req_per_fma is not None and c.req_per_fma > seed_model.REQUEST_BOUND_ABOVE
-        )
-        ld_wf = get("wavefronts")
-        # how the loop fills its shared tile: STS from registers (counted on the shared-memory
-        # pipe), cp.async (LDGSTS, no STS: the L1's fill path, not counted), the copy engine (TMA:
-        # no load or store of the threads in the loop, not counted)
-        if tile is None:
-            stores = "none"  # no shared tile (K1, K2) or unknown (cuBLAS)
-        elif s is not None and loop_sts == 0 and loop_ldgsts > 0:
-            stores = "cp.async"
-        elif s is not None and loop_sts == 0 and loop_stsm == 0 and loop_ldgsts == 0 and loop_ldg == 0:
-            stores = "TMA"
-        else:
-            stores = "STS"
-        # a copy issuer among the FMA threads: per phase it waits on the stage's empty barrier
-        # and issues the block's tensor copies while its warp waits (phases per trip from the
-        # loop's FFMA over the counted FMAs per thread and phase)
-        prod = (
-            producer_waits(
-                float(c.ldg_per_phase), k.compute_threads is None, loop_ldg, loop_ldgsts,
-                loop_ffma / c.fma_per_phase if c.fma_per_phase else NAN,
-            )
-            if c is not None and s is not None
-            else 0.0
-        )
-        if stores == "STS":
-            ways = (c.sts_ways_a, c.sts_ways_b) if c is not None else (1, 1)
-            st_wf = store_wavefronts(tile[0], tile[1], ways)
-        else:
-            st_wf = 0.0
-        sectors, requests = get("sectors"), get("requests")
-        if tile is not None and threads:
-            blocks = math.ceil(M / tile[0]) * math.ceil(N / tile[1])
-        elif c is not None and threads:
-            blocks = math.ceil(M * N / (threads * c.outputs))
-        else:
-            blocks = NAN
-        bps = math.floor(warps / (threads // 32)) if threads and np.isfinite(warps) else NAN
-        rows.append(
-            {
-                "kernel": kid,
-                "impl": k.impl,
-                "M": M,
-                "N": N,
-                "K": K,
-                "measured_cadence": meas,
-                "inst_per_wfma": get("inst"),
-                "fma_inst_per_wfma": get("inst_fma"),
-                "ld_wavefronts_per_wfma": ld_wf,
-                "st_wavefronts_per_wfma": st_wf,
-                "wavefronts_per_wfma": ld_wf + st_wf,
-                "sectors_per_wfma": sectors,
-                "requests_per_wfma": requests,
-                "lines_per_wfma": lines(sectors, requests, uncoalesced),
-                "dram_bytes_per_wfma": get("dram"),
-                "warps": warps,
-                "warps_from": warps_from,
-                "wfma_per_trip": loop_ffma,
-                "exposed": exposed,
-                "spill_reloads": spill_reloads,
-                "producer_waits": prod,
-                "stores": stores,
-                "blocks": blocks,
-                "blocks_per_sm": bps,
-                "tail": tail_factor(blocks, bps, m.sms),
-            }
-        )
-    out = pd.DataFrame(rows, columns=INPUT_COLUMNS)
-    out = in_order(out).reset_index(drop=True) if len(out) else out
-    return out, pd.DataFrame(skipped, columns=SKIP_COLUMNS)
-
-
-SKIP_COLUMNS = ["kernel", "M", "N", "K", "why"]
-
-
-def inputs(
-    ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, m: Machine
-) -> pd.DataFrame:
-    """One row per (kernel, shape) that has both a time and counters: the model's count inputs."""
-    return _inputs(ledger, ncu, sass, m)[0]
-
-
-def left_out(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None,
-             m: Machine) -> pd.DataFrame:
-    """The (kernel, shape)s with counters the model does not take, and why."""
-    return _inputs(ledger, ncu, sass, m)[1]
 
 
 def _terms_row(r, c: Constants, m: Machine) -> dict[str, float]:
@@ -670,41 +423,3 @@ def leave_one_out(inp: pd.DataFrame, m: Machine, kernels: list[str] | None = Non
             }
         )
     return pd.DataFrame(rows)
-
-
-@dataclass
-class BoundModel:
-    inputs: pd.DataFrame
-    constants: Constants
-    predictions: pd.DataFrame
-    loo: pd.DataFrame
-    left_out: pd.DataFrame | None = None  # (kernel, shape)s with counters it does not take, and why
-
-
-def why_not(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, gpu) -> str:
-    """Why the model cannot be fitted on this run ("" when it can)."""
-    if ncu is None:
-        return "the run has no ncu counters (ncu.csv)"
-    inp = inputs(ledger, ncu, sass, machine(gpu))
-    fit = fit_kernels(inp)
-    kids = sorted(set(at_shape(inp, fit_shape(inp))["kernel"]) & set(fit), key=fit.index)
-    if len(kids) < 4:
-        return (
-            f"{len(kids)} CUDA-ladder kernel(s) not request-bound have both a time and ncu counters "
-            f"({', '.join(kids) or 'none'}); three constants and a leave-one-out need at least 4"
-        )
-    return ""
-
-
-def run(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, gpu) -> BoundModel | None:
-    """The whole model at the shape(s) with counters; None when it cannot be fitted (``why_not``)."""
-    m = machine(gpu)
-    inp, skipped = _inputs(ledger, ncu, sass, m)
-    if inp.empty:
-        return None
-    shape = fit_shape(inp)
-    kids = [k for k in fit_kernels(inp) if k in set(at_shape(inp, shape)["kernel"])]
-    if len(kids) < 4:
-        return None
-    c = fit(inp, m, kids)
-    return BoundModel(inp, c, predict(inp, c, m), leave_one_out(inp, m, kids), skipped)

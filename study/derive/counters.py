@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 
 from study import kernels as registry
-from study.rundata.rows import at_main_shapes, by_kernel, in_order, main_rows
+from study.derive.selection import in_order, main_rows
+from study.rundata.rows import at_main_shapes, by_kernel
+from study.rundata.tables import T
 
 NAN = math.nan
 
@@ -45,26 +47,7 @@ TIME_NS = {
     "s": 1e9,
     "second": 1e9,
 }
-COUNTER_COLUMNS = [
-    "kernel",
-    "M",
-    "N",
-    "K",
-    "launches",
-    "ms",
-    "regs",
-    "warps_pct",
-    "issue_pct",
-    "fma_pipe_pct",
-    "fma_share",
-    "inst_per_wfma",
-    "lds_per_wfma",
-    "wavefronts_per_wfma",
-    "conflicts_per_wavefront",
-    "sectors_per_wfma",
-    "requests_per_wfma",
-    "top_stalls",
-]
+COUNTER_COLUMNS = [*T.counters.columns]  # declared in study.rundata.tables
 
 
 def _num(df: pd.DataFrame, name: str) -> pd.Series:
@@ -190,27 +173,7 @@ def moved_ledger(prev: dict, row: dict, speedup: float) -> tuple[str, float, flo
     return max(pool, key=lambda c: abs(math.log(c[3])))
 
 
-LADDER_COLUMNS = [
-    "kernel",
-    "idea",
-    "ms",
-    "gflops",
-    "pct_cublas",
-    "speedup",
-    "sectors_per_wfma",
-    "loads_per_fma",
-    "issue_per_ffma",
-    "wavefronts_per_wfma",
-    "bar_per_phase",
-    "registers",
-    "occupancy_pct",
-    "issue_pct",
-    "fma_pipe_pct",
-    "moved",
-    "moved_from",
-    "moved_to",
-    "moved_factor",
-]
+LADDER_COLUMNS = [*T.ladder.columns]  # declared in study.rundata.tables
 
 
 def ladder(ledger: pd.DataFrame, sass: pd.DataFrame | None, counters_: pd.DataFrame | None) -> pd.DataFrame:

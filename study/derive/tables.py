@@ -15,16 +15,10 @@ import pandas as pd
 from study import experiments
 from study import kernels as registry
 from study.derive import ledgers, model
+from study.derive.selection import in_order, labels_in, main_rows, order, stride_labels
 from study.errors import InputError
-from study.rundata.rows import (
-    by_kernel,
-    experiment_rows,
-    in_order,
-    labels_in,
-    main_rows,
-    order,
-    stride_labels,
-)
+from study.rundata.rows import by_kernel, experiment_rows
+from study.rundata.tables import T
 
 NAN = math.nan
 
@@ -63,22 +57,7 @@ def with_twin_ratio(ledger_main: pd.DataFrame) -> pd.DataFrame:
     return main
 
 
-TWIN_COLUMNS = [
-    "cuda",
-    "tile",
-    "warps",
-    "cuda_gflops",
-    "unpipelined",
-    "unpipelined_gflops",
-    "pipelined",
-    "pipelined_gflops",
-    "gluon",
-    "gluon_gflops",
-    "cublas_gflops",
-    "ratio_unpipelined",
-    "ratio_pipelined",
-    "ratio_gluon",
-]
+TWIN_COLUMNS = [*T.twins.columns]  # declared in study.rundata.tables
 
 
 def twins(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -120,17 +99,7 @@ def twins(ledger: pd.DataFrame) -> pd.DataFrame:
 # Model predictions per kernel
 
 
-PREDICTION_COLUMNS = [
-    "kernel",
-    "role",
-    "measured",
-    "exact",
-    "exact_err",
-    "lstsq",
-    "lstsq_err",
-    "sass",
-    "sass_err",
-]
+PREDICTION_COLUMNS = [*T.predictions.columns]  # declared in study.rundata.tables
 
 
 def role(kid: str) -> str:
@@ -203,7 +172,7 @@ def predictions(
     return out[keep][PREDICTION_COLUMNS].reset_index(drop=True)
 
 
-PRICE_SHIFT_COLUMNS = ["price", "exact", "lstsq", "change_pct"]
+PRICE_SHIFT_COLUMNS = [*T.price_shift.columns]  # declared in study.rundata.tables
 
 
 def price_shift(prices: pd.DataFrame) -> pd.DataFrame:
@@ -223,36 +192,7 @@ def price_shift(prices: pd.DataFrame) -> pd.DataFrame:
 # Experiments
 
 
-STRIDE_COLUMNS = [
-    "kernel",
-    "impl",
-    "M_a",
-    "N_a",
-    "K_a",
-    "ms_a",
-    "M_b",
-    "N_b",
-    "K_b",
-    "ms_b",
-    "ratio",
-    "change_pct",
-    "speedup",
-    "at_other_shape",
-    "pair",
-    "pair_ratio_a",
-    "pair_ratio_b",
-    "M_c",
-    "N_c",
-    "K_c",
-    "ms_c",
-    "ratio_c",
-    "ratio_c_b",
-    "ld_d",
-    "ms_d",
-    "ratio_d",
-    "ratio_d_b",
-    "why",
-]
+STRIDE_COLUMNS = [*T.strides.columns]  # declared in study.rundata.tables
 
 
 def strides(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -323,7 +263,7 @@ def strides(ledger: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=STRIDE_COLUMNS)
 
 
-SHAPE_COLUMNS = ["label", "M", "N", "K", "first", "last", "speedup", "cublas_gflops"]
+SHAPE_COLUMNS = [*T.shapes.columns]  # declared in study.rundata.tables
 # the bandwidth roof per shape (docs/method.md#bandwidth-roof): the kernel that moves the shape's
 # bytes fastest, against the measured read roof and the datasheet DRAM peak
 SHAPE_ROOF_COLUMNS = [
@@ -405,7 +345,7 @@ def shapes(ledger: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-SIZE_COLUMNS = ["n", "footprint_bytes", "inside_l2", "n_at_l2"]
+SIZE_COLUMNS = [*T.sizes.columns]  # declared in study.rundata.tables
 
 
 def sizes(ledger: pd.DataFrame, l2_bytes: float | None) -> pd.DataFrame:
@@ -426,7 +366,7 @@ def sizes(ledger: pd.DataFrame, l2_bytes: float | None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SIZE_COLUMNS)
 
 
-SIZE_STEP_COLUMNS = ["kernel", "n_inside", "n_outside", "gflops_inside", "gflops_outside", "change"]
+SIZE_STEP_COLUMNS = [*T.size_step.columns]  # declared in study.rundata.tables
 
 
 def size_step(ledger: pd.DataFrame, l2_bytes: float | None) -> pd.DataFrame:
@@ -458,17 +398,7 @@ def size_step(ledger: pd.DataFrame, l2_bytes: float | None) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # E6: the SM clock sampled during the main table's timings
 
-CLOCK_COLUMNS = [
-    "kernel",
-    "median_mhz",
-    "pct_of_max",
-    "samples",
-    "lo_mhz",
-    "hi_mhz",
-    "run_median_mhz",
-    "run_pct_of_max",
-    "max_over_median",
-]
+CLOCK_COLUMNS = [*T.clock_summary.columns]  # declared in study.rundata.tables
 
 
 def clocks(results: pd.DataFrame, samples: pd.DataFrame | None, max_mhz: float) -> pd.DataFrame:
@@ -510,19 +440,7 @@ def clocks(results: pd.DataFrame, samples: pd.DataFrame | None, max_mhz: float) 
 # ---------------------------------------------------------------------------------------------
 # E4 by mechanism: the main loop's global-load widths at the stride experiment's shapes
 
-STRIDE_LOAD_COLUMNS = [
-    "kernel",
-    "impl",
-    "M",
-    "N",
-    "K",
-    "specialised",
-    "loads_128",
-    "loads_64",
-    "loads_32",
-    "async",
-    "error",
-]
+STRIDE_LOAD_COLUMNS = [*T.stride_loads.columns]  # declared in study.rundata.tables
 
 
 def stride_loads(widths: pd.DataFrame | None) -> pd.DataFrame:
@@ -555,3 +473,20 @@ def stride_loads(widths: pd.DataFrame | None) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=STRIDE_LOAD_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# The GPU of the run
+
+
+def gpu_figures(gpu, source: str) -> pd.DataFrame:
+    """One row: the run's GPU constants (``gpu.json``, with the sampled clock derived from the
+    rows where it records none), its peaks at both calibers (``GPU.peak_gflops``, ``dram_gbps``,
+    ``cadence_floor``) and where the constants came from: what the report says of the GPU."""
+    row = {c: getattr(gpu, c, None) for c in T.gpu_figures.columns if hasattr(gpu, c)}
+    sampled = gpu.sampled_sm_clock_mhz
+    row.update(
+        peak_gflops=gpu.peak_gflops(), peak_gflops_sampled=gpu.peak_gflops(sampled) if sampled else None,
+        dram_gbps=gpu.dram_gbps(), cadence_floor=gpu.cadence_floor(), source=source,
+    )
+    return pd.DataFrame([row], columns=[*T.gpu_figures.columns])

@@ -1,218 +1,45 @@
-"""The one registry of kernels.
+"""The one registry of kernels: ``KERNELS``, and the selections the study makes of it.
 
 Every other module reads kernel ids, tiles, constraints and counted ledger inputs from here
 and nowhere else, and picks kernels with the selection functions at the end (``last_rung``,
 ``headline_kernels``, ...) rather than by id. A CUDA kernel's entry gives only what its ``.cu``
-does not say: its symbol, block tile, threads per block and operand needs are read from the
-file's one ``SGEMM_REGISTER(symbol, BM, BN, BK, THREADS, FLAGS)`` line (through the file's
-``#define``s) the first time they are asked for. Importing this module reads no file, builds
-nothing, compiles nothing and never touches a GPU; launchers are resolved on first use.
+does not say: the symbol, block tile, threads per block and operand needs of each function it
+launches are read from the file's ``SGEMM_REGISTER(symbol, BM, BN, BK, THREADS, FLAGS)`` lines
+(through the file's ``#define``s) the first time they are asked for (``study.kernels.kernel``
+says what an entry is). Importing this module reads no file, builds nothing, compiles nothing
+and never touches a GPU; launchers are resolved on first use.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 
 from study.errors import InputError
-from study.kernels.registration import Registration, read_registration
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Counted:
-    """Per-thread counts read off a kernel's source, given by keyword (eight bare numbers in a
-    row are too easy to misplace).
-
-    A *k-step* is one iteration of the innermost loop over k; a *phase* is one K-tile
-    (``phase_k`` values of k: 32 for the tiled kernels, 1 for K1/K2 which have no tiles).
-    """
-
-    lds_dist: int  # 32-way shared loads per k-step (index holds tx with coefficient 1)
-    lds_bcast: int  # broadcast shared loads per k-step (index without tx)
-    fma_per_k: int  # FMAs per k-step
-    ldg_per_phase: int  # global load *instructions* per thread per phase
-    elems_per_phase: int  # global *elements* per thread per phase (float4 counts 4)
-    fma_per_phase: int  # FMAs per thread per phase
-    outputs: int  # outputs per thread
-    phase_k: int  # K covered by one phase
-    lds_bits: int = 32  # width of each shared load
-    ldg_bits: int = 32  # width of each global load (of A's, where B's differ: ldg_bits_b)
-    ldg_bits_b: int | None = None  # width of B's global loads where it is not ldg_bits
-    req_per_fma: float | None = None  # request ledger (K1/K2 only): transactions per FMA
-    # shared-store bank conflicts: wavefronts one warp-wide 32-bit store of the A (and B) tile takes
-    # (1: conflict-free; K5 stores A transposed with the lane on the row: 32-way)
-    sts_ways_a: int = 1
-    sts_ways_b: int = 1
-
-
-class _FromSource:
-    """A Kernel field that a CUDA kernel's ``.cu`` states. Given in the entry, it is that value;
-    left out, it is read from the file's ``SGEMM_REGISTER`` line on first access (cuBLAS and
-    Triton kernels, which have no such line, keep ``default``). Not compared or hashed, so that
-    comparing kernels never reads a file."""
-
-    def __init__(self, default=None):
-        self.default = default
-
-    def __set_name__(self, owner, name):
-        self.name, self.slot = name, f"_given_{name}"
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        value = obj.__dict__.get(self.slot)
-        if value is not None:
-            return value
-        reg = obj.registration
-        return getattr(reg, self.name) if reg is not None else self.default
-
-    def __set__(self, obj, value):  # the dataclass __init__ (frozen: nothing else sets it)
-        obj.__dict__[self.slot] = None if value is self else value
-
-    def __repr__(self) -> str:  # the default, as signatures show it
-        return f"<from the .cu, else {self.default!r}>"
-
-
-def _from_source(default=None):
-    return field(default=_FromSource(default), compare=False)
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """One kernel of the study. For a CUDA kernel, ``symbol``, ``tile``, ``threads``,
-    ``multiple_of``, ``needs_sm90`` and ``target`` come from its ``.cu`` (``registration``)
-    unless the entry gives them; Triton kernels and cuBLAS give theirs."""
-
-    id: str
-    impl: str  # "cublas" | "cuda" | "triton"
-    idea: str
-    target: str | None = _from_source()  # "module:attr" of the launcher, or "cuda:<symbol>"
-    threads: int | None = _from_source()  # threads per block (CUDA) / num_warps*32 (Triton)
-    tile: tuple[int, int, int] | None = _from_source()  # block tile BM, BN, BK; None: no K-tile
-    counted: Counted | None = None
-    source: str | None = None  # file that holds the kernel, relative to the repo root
-    symbol: str | None = _from_source()  # kernel function name as it appears in SASS
-    twin: str | None = None  # the CUDA kernel a Triton kernel mirrors
-    num_stages: int | None = None  # Triton software-pipelining depth
-    multiple_of: tuple[int, int, int] = _from_source((1, 1, 1))  # alignment needed on (M, N, K)
-    calibrates: str | None = None  # "ldg" or "lds": role in the exact price calibration
-    tuned: str | None = None  # "module:attr" of best_config(M, N, K) for an autotuned kernel
-    notes: str = ""
-    options: dict = field(default_factory=dict, hash=False, compare=False)
-    needs_sm90: bool = _from_source(False)  # compute capability >= 9.0 (TMA, clusters, ...)
-    # the shapes a kernel is written for, when not every shape: "decode" (small M). Such a kernel
-    # is measured everywhere but is no rung of the square-shape ladder.
-    meant_for: str | None = None
-    gluon: bool = False  # a Triton kernel written in Gluon: the layouts (thread -> outputs) are explicit
-    # the threads of a block that own outputs, where fewer than ``threads``: a warp-specialised
-    # kernel's consumer warps (its producer warps issue the copies and own none). ``counted`` is
-    # per such thread. None: every thread.
-    compute_threads: int | None = None
-
-    @property
-    def registration(self) -> Registration | None:
-        """What this CUDA kernel's ``.cu`` states in its ``SGEMM_REGISTER`` line (read on first
-        use, once per file); None for kernels without a ``.cu``."""
-        if self.impl != "cuda" or not self.source or not self.source.endswith(".cu"):
-            return None
-        return read_registration(self.source)
-
-    @property
-    def launcher(self) -> Callable:
-        """``launch(a, b, out)`` writing ``out = a @ b``; resolved on first use."""
-        return _resolve(self)
-
-    def tuned_config(self, M: int, N: int, K: int) -> dict | None:
-        """The configuration an autotuned kernel picked for (M, N, K); None otherwise."""
-        if not self.tuned:
-            return None
-        module, attr = self.tuned.split(":")
-        return getattr(importlib.import_module(module), attr)(M, N, K)
-
-    def constraint_error(self, M: int, N: int, K: int) -> str | None:
-        """Why this kernel refuses (M, N, K), or None when it accepts the shape."""
-        for name, value, mult in zip("MNK", (M, N, K), self.multiple_of):
-            if value < 1:
-                return f"{name} = {value}: every dimension must be a positive integer"
-            if value % mult:
-                return (
-                    f"{self.id} needs {name} to be a multiple of {mult} "
-                    f"(128-bit loads); got {name} = {value}"
-                )
-        return None
-
-
-_CACHE: dict[str, Callable] = {}
-
-
-def _resolve(k: Kernel) -> Callable:
-    if k.id in _CACHE:
-        return _CACHE[k.id]
-    if k.target.startswith("cuda:"):
-        binding = k.target.split(":", 1)[1]
-        import cuda_kernels
-
-        ext = cuda_kernels.load()
-        fn = getattr(ext, binding)
-
-        def launch(a, b, out, _fn=fn, _k=k):
-            check_cuda_operands(_k, a, b, out)
-            problem = _fn(a, b, out, 1.0, 0.0)  # the C++ wrapper's own checks, returned not thrown
-            if problem:
-                raise ValueError(f"{_k.id} ({_k.symbol}): {problem}; a {tuple(a.shape)}, b {tuple(b.shape)}")
-            return out
-
-    else:
-        module, attr = k.target.split(":")
-        fn = getattr(importlib.import_module(module), attr)
-        kwargs = dict(k.options)
-
-        def launch(a, b, out, _fn=fn, _kw=kwargs):
-            return _fn(a, b, out=out, **_kw)
-
-    _CACHE[k.id] = launch
-    return launch
-
-
-def check_cuda_operands(k: Kernel, a, b, out) -> None:
-    """The host wrapper's checks, made in Python first so a bad call is a ValueError that names
-    the problem (the C++ wrapper repeats them as a backstop)."""
-    for name, t in (("a", a), ("b", b), ("out", out)):
-        if not t.is_cuda:
-            raise ValueError(f"{k.id}: {name} must be a CUDA tensor, got device {t.device}")
-        if str(t.dtype) != "torch.float32":
-            raise ValueError(f"{k.id}: {name} must be float32, got {t.dtype}")
-        if t.dim() != 2:
-            raise ValueError(f"{k.id}: {name} must be 2-D, got shape {tuple(t.shape)}")
-        if not t.is_contiguous():
-            raise ValueError(f"{k.id}: {name} must be contiguous (row-major), got strides {t.stride()}")
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"{k.id}: inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
-    M, K = a.shape
-    N = b.shape[1]
-    if tuple(out.shape) != (M, N):
-        raise ValueError(f"{k.id}: out must be {M}x{N}, got {tuple(out.shape)}")
-    err = k.constraint_error(M, N, K)
-    if err:
-        raise ValueError(err)
-    if k.multiple_of != (1, 1, 1) and any(t.data_ptr() % 16 for t in (a, b, out)):
-        raise ValueError(f"{k.id} needs 16-byte aligned a, b and out (128-bit loads)")
-    if k.needs_sm90:
-        import torch
-
-        major, minor = torch.cuda.get_device_capability(a.device)
-        if major < 9:
-            raise ValueError(f"{k.id} ({k.symbol}) needs compute capability 9.0 or newer; "
-                             f"{a.device} has {major}.{minor}")
+from study.kernels.kernel import Counted, Kernel, KernelPath, check_cuda_operands  # noqa: F401
 
 
 def _t(bm, bn, bk=32):
     return (bm, bn, bk)
+
+
+def _tl_dot(tid: str, twin: str, idea: str, module: str, tile, *, threads: int, stages: int) -> Kernel:
+    """A ``tl.dot`` twin: the tiled Triton kernel (``triton_kernels/tile.py``) at its CUDA
+    kernel's block tile and threads per block, pipelined ``stages`` deep."""
+    return Kernel(tid, "triton", idea, target=f"{module}:matmul", threads=threads, tile=tile,
+                  source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin=twin,
+                  num_stages=stages, options={"num_stages": stages})
+
+
+def _tl_dot_pair(tid: str, twin: str, module: str, bm: int, bn: int, *, threads: int, of: str | None = None):
+    """The unpipelined twin ``tid`` (one stage, as the CUDA kernels) and its software-pipelined
+    sibling ``tid + "p"`` (three stages), at a BM x BN x 32 tile."""
+    of = of or twin
+    return (
+        _tl_dot(tid, twin, f"twin of {of}: {bm}x{bn}x32 tile, {threads // 32} warps, unpipelined", module,
+                _t(bm, bn), threads=threads, stages=1),
+        _tl_dot(tid + "p", twin, f"twin of {of}, software-pipelined", module, _t(bm, bn), threads=threads,
+                stages=3),
+    )
 
 
 # K13's counts per thread that owns outputs, K14's per consumer thread (the same tile and main
@@ -363,60 +190,13 @@ KERNELS: tuple[Kernel, ...] = (
         "K1's: Nsight Compute reads 33.00 32-byte sectors per warp FMA (K1's 32 + 1; K2 reads "
         "5.00) and T1 runs in K1's time (`python -m study.profile --kernels T1,K1,K2`).",
     ),
-    Kernel(
-        "T3", "triton", "twin of K3: 32x32x32 tile, 32 warps, unpipelined",
-        target="triton_kernels.t3_smem_tile:matmul", threads=1024, tile=_t(32, 32),
-        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K3",
-        num_stages=1, options={"num_stages": 1},
-    ),
-    Kernel(
-        "T3p", "triton", "twin of K3, software-pipelined",
-        target="triton_kernels.t3_smem_tile:matmul", threads=1024, tile=_t(32, 32),
-        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K3",
-        num_stages=3, options={"num_stages": 3},
-    ),
-    Kernel(
-        "T3c", "triton", "twin of K3c: 32x128x32 tile, 32 warps, unpipelined",
-        target="triton_kernels.t3c_coarsened:matmul", threads=1024, tile=_t(32, 128),
-        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K3c",
-        num_stages=1, options={"num_stages": 1},
-    ),
-    Kernel(
-        "T3cp", "triton", "twin of K3c, software-pipelined",
-        target="triton_kernels.t3c_coarsened:matmul", threads=1024, tile=_t(32, 128),
-        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K3c",
-        num_stages=3, options={"num_stages": 3},
-    ),
-    Kernel(
-        "T4", "triton", "twin of K4: 32x32x32 tile, 4 warps, unpipelined",
-        target="triton_kernels.t4_reg_tile_1d:matmul", threads=128, tile=_t(32, 32),
-        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K4",
-        num_stages=1, options={"num_stages": 1},
-    ),
-    Kernel(
-        "T4p", "triton", "twin of K4, software-pipelined",
-        target="triton_kernels.t4_reg_tile_1d:matmul", threads=128, tile=_t(32, 32),
-        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K4",
-        num_stages=3, options={"num_stages": 3},
-    ),
-    Kernel(
-        "T5", "triton", "twin of K5/K6: 32x128x32 tile, 4 warps, unpipelined",
-        target="triton_kernels.t5_reg_tile_2d:matmul", threads=128, tile=_t(32, 128),
-        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K6",
-        num_stages=1, options={"num_stages": 1},
-    ),
-    Kernel(
-        "T5p", "triton", "twin of K5/K6, software-pipelined",
-        target="triton_kernels.t5_reg_tile_2d:matmul", threads=128, tile=_t(32, 128),
-        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K6",
-        num_stages=3, options={"num_stages": 3},
-    ),
-    Kernel(
-        "T12p", "triton", "twin of K12: 128x256x16 tile, 8 warps, 2 stages",
-        target="triton_kernels.t12_lean_twin:matmul", threads=256, tile=_t(128, 256, 16),
-        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", twin="K12",
-        num_stages=2, options={"num_stages": 2},
-    ),
+    *_tl_dot_pair("T3", "K3", "triton_kernels.t3_smem_tile", 32, 32, threads=1024),
+    *_tl_dot_pair("T3c", "K3c", "triton_kernels.t3c_coarsened", 32, 128, threads=1024),
+    *_tl_dot_pair("T4", "K4", "triton_kernels.t4_reg_tile_1d", 32, 32, threads=128),
+    # T5 takes K5's tile and threads (twins_of pairs it with K5 too); its twin is K6
+    *_tl_dot_pair("T5", "K6", "triton_kernels.t5_reg_tile_2d", 32, 128, threads=128, of="K5/K6"),
+    _tl_dot("T12p", "K12", "twin of K12: 128x256x16 tile, 8 warps, 2 stages", "triton_kernels.t12_lean_twin",
+            (128, 256, 16), threads=256, stages=2),
     # Gluon twins (triton.experimental.gluon): the CUDA kernel's thread -> output map written out as
     # explicit layouts, so that the compiler chooses only the instruction schedule.
     Kernel(

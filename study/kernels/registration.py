@@ -1,7 +1,8 @@
-"""What a CUDA kernel's ``.cu`` states: its one ``SGEMM_REGISTER(symbol, BM, BN, BK, THREADS,
-FLAGS)`` line, its arguments evaluated through the file's ``#define``s (a small safe evaluator of
-integer constants, not ``eval``). The registry (``study.kernels``) reads a CUDA kernel's symbol,
-tile, threads and operand needs from here, so they are written once: in the ``.cu``.
+"""What a CUDA kernel's ``.cu`` states: one ``SGEMM_REGISTER(symbol, BM, BN, BK, THREADS, FLAGS)``
+line per function it launches, its arguments evaluated through the file's ``#define``s (a small
+safe evaluator of integer constants, not ``eval``). The registry (``study.kernels``) reads a CUDA
+kernel's symbols, tiles, threads and operand needs from here, so they are written once: in the
+``.cu``.
 """
 
 from __future__ import annotations
@@ -237,21 +238,34 @@ class Registration:
         return f"cuda:{self.symbol}"
 
 
-def read_registration(source: str | Path) -> Registration:
-    """The ``SGEMM_REGISTER`` line of a ``.cu`` (a path relative to the repository root, or
-    absolute), its arguments evaluated through the file's ``#define``s; read once per file.
-    A file without exactly one such line, or with arguments that are not integer constants,
-    is an InputError naming the file."""
+def read_registrations(source: str | Path) -> tuple[Registration, ...]:
+    """Every ``SGEMM_REGISTER`` line of a ``.cu`` (a path relative to the repository root, or
+    absolute), in the file's order, each line's arguments evaluated through the file's
+    ``#define``s; read once per file. A file with no such line, two lines naming one symbol, or
+    arguments that are not integer constants, is an InputError naming the file."""
     path = Path(source)
-    return _registration(path if path.is_absolute() else REPO / path, str(source))
+    return _registrations(path if path.is_absolute() else REPO / path, str(source))
+
+
+def read_registration(source: str | Path) -> Registration:
+    """The one ``SGEMM_REGISTER`` line of a ``.cu`` that registers one kernel
+    (:func:`read_registrations`); a file with several is an InputError."""
+    regs = read_registrations(source)
+    if len(regs) != 1:
+        raise InputError(f"{source}: {len(regs)} {REGISTER_MACRO} lines, where one kernel was asked for "
+                         f"({', '.join(r.symbol for r in regs)})")
+    return regs[0]
 
 
 def with_overrides(source: str | Path, overrides: Mapping[str, object]) -> Registration:
-    """:func:`registration` of the file compiled with ``-DNAME=VALUE`` for each of ``overrides``
-    (a sweep's variant of the file's ``#ifndef`` parameters); not cached."""
+    """:func:`read_registration` of the file compiled with ``-DNAME=VALUE`` for each of
+    ``overrides`` (a sweep's variant of the file's ``#ifndef`` parameters); not cached."""
     path = Path(source)
     items = tuple(sorted((str(k), str(v)) for k, v in overrides.items()))
-    return _registration.__wrapped__(path if path.is_absolute() else REPO / path, str(source), items)
+    regs = _registrations.__wrapped__(path if path.is_absolute() else REPO / path, str(source), items)
+    if len(regs) != 1:
+        raise InputError(f"{source}: {len(regs)} {REGISTER_MACRO} lines; a sweep varies a file of one kernel")
+    return regs[0]
 
 
 def define_value(source: str | Path, name: str, overrides: Mapping[str, object] = {}) -> int:
@@ -266,7 +280,7 @@ def define_value(source: str | Path, name: str, overrides: Mapping[str, object] 
 
 
 @functools.cache
-def _registration(path: Path, name: str, overrides: tuple = ()) -> Registration:
+def _registrations(path: Path, name: str, overrides: tuple = ()) -> tuple[Registration, ...]:
     if not path.is_file():
         raise InputError(f"{name}: no such file (a CUDA kernel's source must exist)")
     # string literals emptied: a mention of the macro inside one is no use of it
@@ -274,11 +288,23 @@ def _registration(path: Path, name: str, overrides: tuple = ()) -> Registration:
     # uses of the macro, not its mention in a directive (#define, #ifdef, ...)
     calls = [m for m in _REGISTER.finditer(code)
              if not code[code.rfind("\n", 0, m.start()) + 1:m.start()].lstrip().startswith("#")]
-    if len(calls) != 1:
+    if not calls:
         raise InputError(
-            f"{name}: {len(calls)} {REGISTER_MACRO} lines; a CUDA kernel's .cu needs exactly one, "
+            f"{name}: no {REGISTER_MACRO} line; a CUDA kernel's .cu registers each kernel it launches with "
             f"{REGISTER_MACRO}(symbol, BM, BN, BK, THREADS, FLAGS), after its launcher")
-    args = _call_arguments(code, calls[0].end(), name)
+    defines = {**_defines(path), **dict(overrides)}
+    bits = {f: evaluate(f, defines, f"{name}: flag {f} (common.cuh)") for f in FLAG_NAMES}
+    regs = tuple(_one(code, call.end(), name, defines, bits) for call in calls)
+    symbols = [r.symbol for r in regs]
+    twice = sorted({s for s in symbols if symbols.count(s) > 1})
+    if twice:
+        raise InputError(f"{name}: {REGISTER_MACRO} names {', '.join(twice)} more than once")
+    return regs
+
+
+def _one(code: str, start: int, name: str, defines: dict, bits: dict) -> Registration:
+    """The registration whose ``SGEMM_REGISTER`` arguments begin at ``start`` of ``code``."""
+    args = _call_arguments(code, start, name)
     if len(args) != 6:
         raise InputError(f"{name}: {REGISTER_MACRO} takes 6 arguments "
                          f"(symbol, BM, BN, BK, THREADS, FLAGS); got {len(args)}")
@@ -286,10 +312,8 @@ def _registration(path: Path, name: str, overrides: tuple = ()) -> Registration:
     if not re.fullmatch(r"[A-Za-z_]\w*", symbol):
         raise InputError(f"{name}: {REGISTER_MACRO}'s first argument must be the kernel's name; "
                          f"got {symbol!r}")
-    defines = {**_defines(path), **dict(overrides)}
     values = [evaluate(a, defines, f"{name}: {REGISTER_MACRO} {label}")
               for a, label in zip(args[1:], ("BM", "BN", "BK", "THREADS", "FLAGS"))]
-    bits = {f: evaluate(f, defines, f"{name}: flag {f} (common.cuh)") for f in FLAG_NAMES}
     bm, bn, bk, threads, flags = values
     if min(bm, bn, threads) < 1 or bk < 0:
         raise InputError(f"{name}: {REGISTER_MACRO} needs BM, BN, THREADS >= 1 and BK >= 0; "

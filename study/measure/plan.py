@@ -180,10 +180,11 @@ class Measurer:
 
     The kernel is checked first against float64 on its own random inputs (NaN-poisoned output);
     one that fails is not timed and its row has no time. ``flush`` runs before every timed
-    repetition (``bench.L2Flush``); ``target_s`` is the timed seconds per measurement."""
+    repetition (``bench.L2Flush``); ``target_s`` is the timed seconds per measurement; ``cc`` the
+    device's compute capability, which names the function a kernel launches (``path_for``)."""
 
-    def __init__(self, flush, target_s: float):
-        self.flush, self.target_s = flush, target_s
+    def __init__(self, flush, target_s: float, cc: str | None = None):
+        self.flush, self.target_s, self.cc = flush, target_s, cc
 
     def __call__(self, k, shape) -> dict:
         M, N, K = shape
@@ -193,7 +194,7 @@ class Measurer:
         row = {
             "kernel": k.id, "impl": k.impl, "M": M, "N": N, "K": K, "ld": "" if ld is None else ld,
             "rel_err": rel_err, "ms": "", "p20_ms": "", "p80_ms": "", "reps": "", "sm_clock_mhz": "",
-            "clock_samples": 0, "config": "",
+            "clock_samples": 0, "config": "", "symbol": launched_symbol(k, shape, self.cc),
         }
         where = f"{M}x{N}x{K}" + ("" if ld is None else f" ld={ld}")
         if not rel_err <= experiments.TOLERANCE:
@@ -210,6 +211,13 @@ class Measurer:
         cfg = k.tuned_config(M, N, K)
         row["config"] = json.dumps(cfg, sort_keys=True) if cfg else ""
         return {"row": row, "samples": clock.samples}
+
+
+def launched_symbol(k, shape, cc: str | None) -> str:
+    """The function ``k`` launches at ``shape`` on a device of capability ``cc``: its path's
+    symbol; "" for cuBLAS (the library picks)."""
+    path = k.path_for(*shape, cc)
+    return path.symbol if path is not None else ""
 
 
 def tuned_configs(rows) -> dict[str, dict]:

@@ -27,6 +27,7 @@ from study.cli import say
 from study.errors import InputError
 from study.rundata import rundir
 from study.rundata.rundir import RunDir
+from study.rundata.tables import T
 from study.toolchain.tools import find_ncu, ncu_version
 
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
@@ -51,8 +52,7 @@ METRICS = (
     "dram__bytes_read.sum",
     f"regex:{STALL_PREFIX}.*{STALL_SUFFIX.replace('.', chr(92) + '.')}",
 )
-COLUMNS = ["kernel", "M", "N", "K", "launch", "ncu_kernel", "metric", "unit", "value",
-           "ncu", "gpu", "driver", "commit", "run_id", "timestamp"]
+COLUMNS = [*T.ncu.columns]  # declared in study.rundata.tables
 CHILD_TIMEOUT_S = 600
 
 

@@ -30,6 +30,7 @@ from study.cli import say
 from study.errors import InputError, first_line
 from study.rundata import rundir
 from study.rundata.rundir import RunDir
+from study.rundata.tables import T
 
 # (BM, BN) block tiles; every warp count that gives MIN..MAX outputs per thread is tried
 TILES = ((64, 64), (64, 128), (128, 64), (128, 128), (32, 128), (128, 32), (32, 64), (64, 32),
@@ -41,9 +42,7 @@ CORE_TILES = ((64, 64), (64, 128), (128, 64), (128, 128))
 CORE_BK, CORE_STAGES = (8, 16, 32, 64), (1, 2, 3, 4, 5)
 OTHER_BK, OTHER_STAGES = (16, 32), (1, 3)
 MAX_LOOP_FFMA = 8192  # FFMAs per thread in one unrolled K step: larger bodies take minutes to compile
-COLUMNS = ["round", "BM", "BN", "BK", "num_warps", "num_stages", "GROUP_M", "maxnreg", "status",
-           "regs", "spills", "ms", "p20_ms", "p80_ms", "reps", "rel_err", "tflops", "cublas_ms",
-           "pct_cublas", "M", "N", "K", "triton", "gpu", "commit", "timestamp"]
+COLUMNS = [*T.sweep.columns]  # declared in study.rundata.tables
 
 
 def space(smem_limit: int | None = None) -> list[tuple]:

@@ -17,8 +17,7 @@ from matplotlib.patches import Rectangle
 
 from study.errors import first_line
 from study.report.load import NOT_IN_RUN, Run
-from study.report.md import experiment_rows, gpu_name, in_order, labels_in, main_rows, order, shape
-from study.rundata.rows import stride_labels
+from study.report.md import experiment_rows, gpu_name, shape
 
 IMPLS = ("cuda", "triton", "cublas")
 BAND_PCT = 10.0  # the model's "within" band, in percent
@@ -36,7 +35,7 @@ def table(run: Run, key: str) -> pd.DataFrame:
 
 
 def ledger_main(run: Run) -> pd.DataFrame:
-    return main_rows(table(run, "ledgers"))
+    return run.main_rows(table(run, "ledgers"))
 
 
 def counted_loads(run: Run) -> pd.DataFrame:
@@ -44,7 +43,7 @@ def counted_loads(run: Run) -> pd.DataFrame:
     led = run.tables.get("ledgers")
     if led is None or "dist" not in led.columns:
         return pd.DataFrame(columns=["kernel", "dist", "bcast", "ldg"])
-    main = main_rows(led)
+    main = run.main_rows(led)
     return main[main["dist"].notna()][["kernel", "dist", "bcast", "ldg"]]
 
 
@@ -91,7 +90,7 @@ def _finish(fig, run: Run, title: str, fig_dir: Path, name: str) -> Path:
 
 
 def fig_throughput(run: Run, fig_dir: Path) -> Path:
-    df = main_rows(run.measured)
+    df = run.main_rows(run.measured)
     if df.empty:
         raise Skip("no timed row in the main experiment")
     fig, ax = _figure((10, 4.5))
@@ -107,11 +106,11 @@ def fig_throughput(run: Run, fig_dir: Path) -> Path:
     )
     if run.gpu is not None:
         ax.axhline(
-            run.gpu.peak_gflops(),
+            run.gpu.peak_gflops,
             ls="--",
             c="k",
             lw=1,
-            label=f"FP32 peak at max clock ({run.gpu.peak_gflops():,.0f} GFLOP/s)",
+            label=f"FP32 peak at max clock ({run.gpu.peak_gflops:,.0f} GFLOP/s)",
         )
         ax.legend(fontsize=8)
     ax.set(xlabel="kernel", ylabel="throughput (GFLOP/s)")
@@ -124,7 +123,7 @@ def fig_roofline(run: Run, fig_dir: Path) -> Path:
     pts = led[led["ai"].notna() & led["gflops"].notna()] if "ai" in led.columns else led.iloc[0:0]
     if pts.empty or run.gpu is None:
         raise Skip("no kernel with an arithmetic intensity" if run.gpu else "no GPU constants")
-    bw, peak = run.gpu.dram_gbps(), run.gpu.peak_gflops()
+    bw, peak = run.gpu.dram_gbps, run.gpu.peak_gflops
     x = np.logspace(np.log10(pts["ai"].min() / 2), np.log10(max(pts["ai"].max() * 2, 2 * peak / bw)), 200)
     fig, ax = _figure((8, 5.5))
     ax.plot(x, x * bw, c="0.3", lw=1.2, label=f"DRAM roof: AI × {bw:,.0f} GB/s")
@@ -197,7 +196,7 @@ def fig_loads_per_fma(run: Run, fig_dir: Path) -> Path:
     sass = sass_loads(run)
     if counted.empty and sass.empty:
         raise Skip("no counted kernel in this run and no SASS table")
-    ids = sorted(set(counted.get("kernel", [])) | set(sass.get("kernel", [])), key=order)
+    ids = sorted(set(counted.get("kernel", [])) | set(sass.get("kernel", [])), key=run.order)
     pos = {k: i for i, k in enumerate(ids)}
     pal = sns.color_palette("deep")
     fig, ax = _figure((max(7, 0.7 * len(ids)), 4.8))
@@ -237,9 +236,9 @@ def fig_shapes(run: Run, fig_dir: Path) -> Path:
     df = experiment_rows(run.measured, "shapes")
     if df.empty:
         raise Skip(f"the shapes experiment (E3) is {NOT_IN_RUN}")
-    order = [lab for lab, _ in labels_in(df, "shapes")]
+    order = [lab for lab, _ in run.labels_in(df, "shapes")]
     fig, ax = _figure((11, 5))
-    sns.barplot(in_order(df), x="label", y="gflops", hue="kernel", order=order, palette="tab20", ax=ax)
+    sns.barplot(run.in_order(df), x="label", y="gflops", hue="kernel", order=order, palette="tab20", ax=ax)
     ax.set(yscale="log", xlabel="shape", ylabel="throughput (GFLOP/s, log scale)")
     ax.legend(fontsize=7, ncol=2, bbox_to_anchor=(1.01, 1), loc="upper left")
     return _finish(fig, run, "Throughput per shape", fig_dir, "shapes")
@@ -249,7 +248,7 @@ def fig_strides(run: Run, fig_dir: Path) -> Path:
     if "strides" not in run.tables:
         raise Skip(f"the strides experiment (E4) is {NOT_IN_RUN}")
     tab = run.tables["strides"]
-    la, lb = stride_labels()
+    la, lb = run.stride_labels()
     long = tab.melt(id_vars="kernel", value_vars=["ms_a", "ms_b"], var_name="n", value_name="ms")
     long["n"] = long["n"].map({"ms_a": la, "ms_b": lb})
     fig, (a1, a2) = _figure((12, 4.5), ncols=2)
@@ -268,7 +267,7 @@ def fig_sizes(run: Run, fig_dir: Path) -> Path:
     if df.empty:
         raise Skip(f"the sizes experiment (E2) is {NOT_IN_RUN}")
     fig, ax = _figure((9, 5))
-    sns.lineplot(in_order(df), x="M", y="gflops", hue="kernel", marker="o", palette="tab20", ax=ax)
+    sns.lineplot(run.in_order(df), x="M", y="gflops", hue="kernel", marker="o", palette="tab20", ax=ax)
     l2 = run.gpu.l2_bytes if run.gpu else None
     sizes = run.tables.get("sizes")
     if l2 and sizes is not None and sizes["n_at_l2"].notna().any():

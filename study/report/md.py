@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 
 from study.report.load import NOT_IN_RUN, Run
-from study.rundata.rows import by_kernel, experiment_rows, in_order, labels_in, main_rows, order  # noqa: F401
+from study.rundata.rows import by_kernel, experiment_rows  # noqa: F401
 
 __all__ = [
-    "NOT_IN_RUN", "by_kernel", "col", "config_text", "experiment_rows", "gpu_name", "in_order", "labels_in",
-    "main_rows", "md", "missing", "num", "op_name", "order", "prov", "prov_col", "ratio_range", "shape",
-    "short", "spaced", "truthy",
+    "NOT_IN_RUN", "by_kernel", "col", "config_text", "experiment_rows", "gpu_name", "md", "missing", "num",
+    "op_name", "prov", "prov_col", "ratio_range", "shape", "short", "spaced", "truthy",
 ]
 
 

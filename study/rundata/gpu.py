@@ -173,34 +173,23 @@ def _cc_text(cc) -> str:
 
 def for_run(gpu_json: Path, results) -> tuple[GPU, str]:
     """The GPU constants of a recorded run and where they came from: ``gpu_json`` when it is
-    there, else the provenance columns of its first results row (which carry no L2 size). The
-    sampled clock, when the description lacks it, is the median sampled in the main experiment.
-    InputError when neither source is usable."""
-    gpu, source = None, "gpu.json not in this run"
+    there, else the provenance columns of its first results row (which carry no L2 size).
+    InputError when neither source is usable. (The sampled clock, where gpu.json records none, is
+    derived from the rows: ``study.derive``.)"""
     if Path(gpu_json).is_file():
-        gpu, source = GPU.from_json(gpu_json), "gpu.json"
-    else:
-        try:
-            r = results.iloc[0]
-            cc = _cc_text(r["cc"])
-            gpu = GPU.from_dict({
-                "name": str(r["gpu"]), "sms": int(r["sms"]), "cc": cc,
-                "fp32_lanes_per_sm": fp32_lanes_per_sm(cc), "sm_clock_mhz": float(r["max_sm_clock_mhz"]),
-                "mem_clock_mhz": float(r["mem_clock_mhz"]), "bus_width_bits": int(r["bus_width_bits"]),
-            })
-            source += ": constants from the provenance columns of results.csv (no L2 size)"
-        except (IndexError, KeyError, TypeError, ValueError, InputError) as e:
-            raise InputError(
-                f"no GPU constants: gpu.json is not in this run and the provenance columns of "
-                f"results.csv are incomplete ({e})"
-            ) from None
-    if not gpu.sampled_sm_clock_mhz and "sm_clock_mhz" in results.columns:
-        import pandas as pd
-
-        main = results
-        if "experiment" in results.columns:
-            main = results[results["experiment"].astype(str) == "main"]
-        clocks = pd.to_numeric(main["sm_clock_mhz"], errors="coerce")
-        if clocks.gt(0).any():
-            gpu = gpu.with_sampled_clock(float(clocks[clocks > 0].median()))
-    return gpu, source
+        return GPU.from_json(gpu_json), "gpu.json"
+    source = "gpu.json not in this run"
+    try:
+        r = results.iloc[0]
+        cc = _cc_text(r["cc"])
+        gpu = GPU.from_dict({
+            "name": str(r["gpu"]), "sms": int(r["sms"]), "cc": cc,
+            "fp32_lanes_per_sm": fp32_lanes_per_sm(cc), "sm_clock_mhz": float(r["max_sm_clock_mhz"]),
+            "mem_clock_mhz": float(r["mem_clock_mhz"]), "bus_width_bits": int(r["bus_width_bits"]),
+        })
+    except (IndexError, KeyError, TypeError, ValueError, InputError) as e:
+        raise InputError(
+            f"no GPU constants: gpu.json is not in this run and the provenance columns of "
+            f"results.csv are incomplete ({e})"
+        ) from None
+    return gpu, source + ": constants from the provenance columns of results.csv (no L2 size)"

@@ -17,20 +17,14 @@ from pathlib import Path
 import pandas as pd
 
 from study.errors import InputError
+from study.rundata import tables
 
-# the measured columns, then the provenance columns every row carries; ``ld`` is the leading
-# dimension of A, B and C where the operands were padded (empty: contiguous)
-MEASURED = [
-    "experiment", "label", "kernel", "impl", "M", "N", "K", "ld", "ms", "p20_ms", "p80_ms", "reps",
-    "rel_err", "sm_clock_mhz", "clock_samples", "config",
-]
-PROVENANCE = [
-    "gpu", "sms", "max_sm_clock_mhz", "mem_clock_mhz", "bus_width_bits", "cc", "torch", "triton",
-    "cuda", "driver", "commit", "host", "run_id", "timestamp",
-]
+# the measured columns, then the provenance columns every row carries (study.rundata.tables)
+MEASURED = [*tables.RESULTS_MEASURED]
+PROVENANCE = [*tables.RESULTS_PROVENANCE]
 COLUMNS = MEASURED + PROVENANCE
 KEY = ["experiment", "label", "kernel", "M", "N", "K"]
-CLOCK_COLUMNS = ["run_id", "experiment", "label", "kernel", "M", "N", "K", "t_s", "sm_clock_mhz"]
+CLOCK_COLUMNS = [*tables.T.clocks.columns]
 
 
 def git_commit(root: Path | None = None) -> str:

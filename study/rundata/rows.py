@@ -1,30 +1,32 @@
-"""Selecting rows of a run's tables: registry order, the main experiment, one row per kernel.
+"""Selecting rows of a run's tables: kernel order, the main experiment, one row per kernel.
 
 Selection only (no figure is computed here): the derive step and the report both use it, so a
-table and its rendering pick the same rows.
+table and its rendering pick the same rows. The order of kernels and the experiments' points are
+arguments: derive passes the registry's, the report those the run directory records
+(``kernels.csv``, ``points.csv``), so that a run is rendered in its own terms.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
-from study import experiments
-from study import kernels as registry
+
+def order(kid: str, ids: Sequence[str]) -> int:
+    """The place of kernel ``kid`` among ``ids`` (kernels not among them last)."""
+    return ids.index(kid) if kid in ids else len(ids)
 
 
-def order(kid: str) -> int:
-    return registry.IDS.index(kid) if kid in registry.IDS else len(registry.IDS)
+def in_order(df: pd.DataFrame, ids: Sequence[str]) -> pd.DataFrame:
+    return df.iloc[sorted(range(len(df)), key=lambda i: order(str(df["kernel"].iloc[i]), ids))]
 
 
-def in_order(df: pd.DataFrame) -> pd.DataFrame:
-    return df.iloc[sorted(range(len(df)), key=lambda i: order(str(df["kernel"].iloc[i])))]
-
-
-def main_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The main-experiment rows, one per kernel (the last recorded wins), in registry order."""
+def main_rows(df: pd.DataFrame, ids: Sequence[str]) -> pd.DataFrame:
+    """The main-experiment rows, one per kernel (the last recorded wins), in the order of ``ids``."""
     if "experiment" in df.columns:
         df = df[df["experiment"].astype(str) == "main"]
-    return in_order(df.drop_duplicates("kernel", keep="last")) if len(df) else df
+    return in_order(df.drop_duplicates("kernel", keep="last"), ids) if len(df) else df
 
 
 def at_main_shapes(df: pd.DataFrame, main: pd.DataFrame) -> pd.DataFrame:
@@ -60,16 +62,11 @@ def by_kernel(df: pd.DataFrame) -> dict[str, pd.Series]:
     return {str(r["kernel"]): r for _, r in df.iterrows()}
 
 
-def labels_in(df: pd.DataFrame, experiment: str) -> list[tuple[str, tuple[int, int, int]]]:
-    """The labels ``df`` holds, in the experiment's order; labels it does not define follow, each
-    with the shape of its first row."""
-    defined = [(p.label, (p.M, p.N, p.K)) for p in experiments.points(experiment)]
+def labels_in(df: pd.DataFrame, defined: Sequence[tuple[str, tuple[int, int, int]]]
+              ) -> list[tuple[str, tuple[int, int, int]]]:
+    """The labels ``df`` holds, in the order of ``defined`` (an experiment's (label, shape) pairs);
+    labels it does not define follow, each with the shape of its first row."""
     present = set(df["label"].astype(str))
     known = [(lab, s) for lab, s in defined if lab in present]
     extra = df[~df["label"].astype(str).isin([lab for lab, _ in known])].drop_duplicates("label")
     return known + [(str(r.label), (int(r.M), int(r.N), int(r.K))) for r in extra.itertuples()]
-
-
-def stride_labels() -> tuple[str, str]:
-    a, b = experiments.points("strides")
-    return a.label, b.label

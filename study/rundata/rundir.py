@@ -26,79 +26,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from study.errors import InputError
+from study.rundata import tables
 
-# measured inputs: written by the measuring tools only
-RESULTS = "results.csv"
-CLOCKS = "clocks.csv"
-GPU = "gpu.json"
-SASS = "sass.csv"
-SASS_STRIDES = "sass_strides.csv"  # the main loop's load widths at the stride experiment's shapes
-NCU = "ncu.csv"
-SWEEP = "sweep.csv"
-SWEEP_CUDA = "sweep_cuda.csv"  # python -m study.sweep_cuda: a CUDA kernel's -D parameters searched
-MEASURED = (RESULTS, CLOCKS, GPU, SASS, SASS_STRIDES, NCU, SWEEP, SWEEP_CUDA)
-APPEND_ONLY = (RESULTS, CLOCKS, NCU, SWEEP, SWEEP_CUDA)
-
-# derived tables: written by study.derive only, read by study.report only
-LEDGERS = "ledgers.csv"
-MODEL = "model.csv"
-LOO = "loo.csv"
-MODEL_SASS = "model_sass.csv"
-COUNTED_VS_COMPILED = "counted_vs_compiled.csv"
-PREDICTIONS = "predictions.csv"
-STRIDE_LOADS = "stride_loads.csv"
-PRICE_SHIFT = "price_shift.csv"
-TWINS = "twins.csv"
-LADDER = "ladder.csv"
-STRIDES = "strides.csv"
-SHAPES = "shapes.csv"
-SIZES = "sizes.csv"
-SIZE_STEP = "size_step.csv"
-COUNTERS = "counters.csv"
-CLOCK_SUMMARY = "clock_summary.csv"
-SEED_LEDGERS = "seed_ledgers.csv"
-SEED_MODEL = "seed_model.csv"
-# the bound model (study.derive.bounds, docs/bounds.md)
-BOUNDS = "bounds.csv"
-BOUND_CONSTANTS = "bound_constants.csv"
-BOUND_STEPS = "bound_steps.csv"
-BOUND_FINDINGS = "bound_findings.csv"
-BOUND_TRAVEL = "bound_travel.csv"
-MODEL_ERRORS = "model_errors.csv"
-DERIVED = (
-    LEDGERS,
-    MODEL,
-    LOO,
-    MODEL_SASS,
-    COUNTED_VS_COMPILED,
-    PREDICTIONS,
-    PRICE_SHIFT,
-    TWINS,
-    LADDER,
-    STRIDE_LOADS,
-    STRIDES,
-    SHAPES,
-    SIZES,
-    SIZE_STEP,
-    COUNTERS,
-    CLOCK_SUMMARY,
-    SEED_LEDGERS,
-    SEED_MODEL,
-    BOUNDS,
-    BOUND_CONSTANTS,
-    BOUND_STEPS,
-    BOUND_FINDINGS,
-    BOUND_TRAVEL,
-    MODEL_ERRORS,
+# every file is declared in study.rundata.tables; these names are the measured ones the tools
+# write and read by name
+RESULTS, CLOCKS, GPU, SASS, SASS_STRIDES, NCU, SWEEP, SWEEP_CUDA = (
+    tables.get(n).file
+    for n in ("results", "clocks", "gpu", "sass", "sass_strides", "ncu", "sweep", "sweep_cuda")
 )
+MEASURED = tuple(t.file for t in tables.MEASURED)
+APPEND_ONLY = tuple(t.file for t in tables.MEASURED if t.append_only)
+DERIVED = tuple(t.file for t in tables.DERIVED)
 
 REPORT = "REPORT.md"
 FIGURES = "figures"
 LOCAL = "local"
 
 # the seed GPU's published times and constants, kept beside the reference run
-SEED_TIMES = "rtx4090_seed.csv"
-SEED_GPU = "rtx4090_seed_gpu.json"
+SEED_TIMES, SEED_GPU = (t.file for t in tables.SEED)
 
 
 @dataclass(frozen=True)
@@ -125,9 +70,11 @@ class RunDir:
     def local(self) -> Path:
         return self.root / LOCAL
 
-    def file(self, name: str) -> Path:
-        """``data/<name>`` for a name this module defines."""
-        if name not in MEASURED + DERIVED + (SEED_TIMES, SEED_GPU):
+    def file(self, name: str | tables.Table) -> Path:
+        """``data/<file>`` of a table declared in ``study.rundata.tables`` (the declaration or its
+        file name)."""
+        name = name.file if isinstance(name, tables.Table) else name
+        if name not in tables.BY_FILE:
             raise ValueError(f"{name!r} is not a file of a run directory")
         return self.data / name
 
@@ -213,8 +160,9 @@ class RunDir:
             if not (path.is_file() and path.read_bytes() == content):
                 path.write_bytes(content)
 
-    def remove(self, name: str) -> None:
+    def remove(self, name: str | tables.Table) -> None:
         """Remove a derived table that this derivation could not compute (never a measured one)."""
+        name = name.file if isinstance(name, tables.Table) else name
         if name not in DERIVED:
             raise ValueError(f"{name} is measured: it is never removed")
         self.file(name).unlink(missing_ok=True)

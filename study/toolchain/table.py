@@ -1,4 +1,5 @@
-"""The SASS table: every CUDA and Triton kernel of the registry compiled for one arch, one row each.
+"""The SASS table: every CUDA and Triton kernel of the registry compiled for one arch, one row for
+each function a kernel launches (its paths: most kernels have one).
 
 Per kernel: the opcode histogram of the whole kernel and of its main loop, loads per FFMA in
 the loop, registers, shared memory, local memory (spills), threads and theoretical
@@ -42,8 +43,9 @@ def _check_tools(kernels: list) -> None:
         tools.require_nvcc()
 
 
-def kernel_sass(kernel, arch="sm_90", config: dict | None = None) -> dict:
-    """One table row for one CUDA or Triton kernel (raises CompileError on failure).
+def kernel_sass(kernel, arch="sm_90", config: dict | None = None, path=None) -> dict:
+    """One table row for one CUDA or Triton kernel (raises CompileError on failure); for a CUDA
+    kernel, of one of its paths (``path``, default its only one: ``Kernel.paths``).
 
     ``arch``: anything :func:`study.arch.get` takes. ``config``: the configuration to compile an
     autotuned Triton kernel with (see ``compile_triton``); the row's ``config`` holds the one
@@ -54,10 +56,12 @@ def kernel_sass(kernel, arch="sm_90", config: dict | None = None) -> dict:
     if config is not None and not (kernel.impl == "triton" and kernel.tuned):
         raise InputError(f"{kernel.id} is not an autotuned kernel: it takes no config (got {config})")
     if kernel.impl == "cuda":
-        cubin = compile_cuda(kernel, a)
-        symbol = kernel.symbol
-        ptxas = resources_cuda(kernel, a)
-        registers, smem, threads = ptxas["registers"], ptxas["smem_bytes"], kernel.threads
+        if path is None:
+            (path,) = kernel.paths
+        cubin = compile_cuda(path, a)
+        symbol = path.symbol
+        ptxas = resources_cuda(path, a)
+        registers, smem, threads = ptxas["registers"], ptxas["smem_bytes"], path.threads
     elif kernel.impl == "triton":
         t = compile_triton(kernel, a, config)
         cubin, symbol, smem = t["cubin"], t["name"], t["smem_bytes"]
@@ -122,10 +126,17 @@ def sass_table(kernels=None, arch="sm_90", configs: dict[str, dict] | None = Non
     rows = []
     for k in picked:
         try:
-            rows.append(kernel_sass(k, a, configs.get(k.id)))
-        except (CompileError, tools.SassUnavailable, OSError, subprocess.SubprocessError) as e:
-            rows.append({"kernel": k.id, "impl": k.impl, "arch": a.sm, "symbol": k.symbol,
-                         "threads": k.threads, "error": str(e)})
+            paths = k.paths if k.impl == "cuda" else [None]
+        except InputError as e:  # a .cu whose SGEMM_REGISTER lines cannot be read: its row says why
+            rows.append({"kernel": k.id, "impl": k.impl, "arch": a.sm, "error": str(e)})
+            continue
+        for path in paths:
+            try:
+                rows.append(kernel_sass(k, a, configs.get(k.id), path))
+            except (CompileError, tools.SassUnavailable, OSError, subprocess.SubprocessError) as e:
+                what = path or k
+                rows.append({"kernel": k.id, "impl": k.impl, "arch": a.sm, "symbol": what.symbol,
+                             "threads": what.threads, "error": str(e)})
     df = pd.DataFrame(rows)
     df["nvcc"] = tools.nvcc_version()
     df["triton"] = tools.triton_version()
@@ -180,7 +191,8 @@ def stride_table(kernels, shapes, arch="sm_90", configs: dict[str, dict] | None 
                     refused = k.constraint_error(*shape)
                     if refused:
                         raise CompileError(refused)
-                    cubin, symbol = compile_cuda(k, a), k.symbol
+                    path = k.path_for(*shape, a.cc)
+                    cubin, symbol = compile_cuda(path, a), path.symbol
                 else:
                     t = compile_triton(k, a, configs.get(k.id) if k.tuned else None, shape=shape)
                     cubin, symbol = t["cubin"], t["name"]

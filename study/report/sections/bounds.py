@@ -7,7 +7,7 @@ import pandas as pd
 
 from study.report.figures import figref
 from study.report.load import Run
-from study.report.md import in_order, md, missing, num, shape
+from study.report.md import md, missing, num, shape
 
 NAMES = {
     "fma": "FMA pipe",
@@ -111,7 +111,7 @@ def _per_kernel(run: Run) -> list[str]:
         ("latency", "latency"),
     ]
     rows = []
-    for _, r in in_order(_at(b, fs)).iterrows():
+    for _, r in run.in_order(_at(b, fs)).iterrows():
         rows.append(
             [
                 r["kernel"],
@@ -205,7 +205,7 @@ def _loo(run: Run) -> list[str]:
             num(r["eta_smem"], "{:.3f}"),
             num(r["l_glob"], "{:.0f}"),
         ]
-        for _, r in in_order(ours).iterrows()
+        for _, r in run.in_order(ours).iterrows()
     ]
     return [
         "### Bound model: leave-one-out",

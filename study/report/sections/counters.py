@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from study import kernels as registry
 from study.report.load import NOT_IN_RUN, Run
-from study.report.md import by_kernel, main_rows, md, missing, num, shape
+from study.report.md import by_kernel, md, missing, num, shape
 from study.rundata.rows import one_shape
 
 
@@ -69,26 +68,26 @@ def section_counters(run: Run) -> list[str]:
         ]
         for _, r in tab.iterrows()
     ]
-    return lines + md(header, rows) + _findings(one_shape(tab, main_rows(run.measured)))
+    return lines + md(header, rows) + _findings(run, one_shape(tab, run.main_rows(run.measured)))
 
 
-def _findings(tab: pd.DataFrame) -> list[str]:
+def _findings(run: Run, tab: pd.DataFrame) -> list[str]:
     """Sentences from the counters at one shape (``tab``: the main experiment's where read there):
     the issue gap to cuBLAS, the request ledger check."""
     out = []
     by = by_kernel(tab)
-    base = registry.BASELINE.id
+    base = run.baseline
     if base in by:
         b = by[base]
         # the headline kernels, and the fastest CUDA rung profiled where it is not among them
-        ladder = [k for k in registry.cuda_ladder() if k.id in by and np.isfinite(by[k.id]["ms"])]
-        fastest = [min(ladder, key=lambda k: by[k.id]["ms"])] if ladder else []
-        for k in dict.fromkeys([*registry.headline_kernels(among=by), *fastest]):
-            if k.id not in by or k.id == base:
+        ladder = [kid for kid in run.ladder if kid in by and np.isfinite(by[kid]["ms"])]
+        fastest = [min(ladder, key=lambda kid: by[kid]["ms"])] if ladder else []
+        for kid in dict.fromkeys([*run.headline(by), *fastest]):
+            if kid not in by or kid == base:
                 continue
-            r = by[k.id]
+            r = by[kid]
             out += [
-                f"**Finding ({k.id} vs cuBLAS):** {k.id} executes {num(r['inst_per_wfma'], '{:.3f}')} "
+                f"**Finding ({kid} vs cuBLAS):** {kid} executes {num(r['inst_per_wfma'], '{:.3f}')} "
                 "instructions "
                 f"per warp FMA against cuBLAS's {num(b['inst_per_wfma'], '{:.3f}')}, and issues on "
                 f"{num(r['issue_pct'])}% of scheduler cycles against {num(b['issue_pct'])}%; "
@@ -97,12 +96,12 @@ def _findings(tab: pd.DataFrame) -> list[str]:
                 f"{r['top_stalls']}).",
                 "",
             ]
-    for k in registry.request_ledger_kernels():
-        if k.id not in by:
+    for kid in run.with_role("request_ledger"):
+        if kid not in by:
             continue
-        r = by[k.id]
+        r = by[kid]
         out += [
-            f"**Request ledger ({k.id}):** counted {k.counted.req_per_fma:g} requests per warp FMA; "
+            f"**Request ledger ({kid}):** counted {run.kernel(kid)['req_per_fma']:g} requests per warp FMA; "
             f"measured {r['sectors_per_wfma']:.2f} 32-byte sectors and {r['requests_per_wfma']:.2f} load "
             "instructions per warp FMA (the ledger counts a warp's coalesced 128-byte load as one request; "
             "it spans 4 sectors).",

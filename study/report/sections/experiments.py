@@ -6,24 +6,19 @@ import math
 
 import numpy as np
 
-from study import experiments
-from study import kernels as registry
 from study.report.figures import figref
 from study.report.load import NOT_IN_RUN, Run
 from study.report.md import (
     col,
     experiment_rows,
-    labels_in,
     md,
     missing,
     num,
-    order,
     ratio_range,
     shape,
     spaced,
     truthy,
 )
-from study.rundata.rows import stride_labels
 
 
 def section_sizes(run: Run) -> list[str]:
@@ -39,7 +34,7 @@ def section_sizes(run: Run) -> list[str]:
     piv = df.pivot_table(index="kernel", columns="M", values="gflops", aggfunc="median")
     rows = [
         [k, *[num(piv.at[k, n]) if n in piv.columns else "–" for n in ns]]
-        for k in sorted(piv.index, key=order)
+        for k in sorted(piv.index, key=run.order)
     ]
     lines = ["GFLOP/s per square size n (M = N = K); the footprint of A, B and C is 3·n²·4 bytes.", ""]
     lines += md(["kernel", *[f"n = {n} ({foot.get(n, math.nan) / 1e6:.1f} MB)" for n in ns]], rows)
@@ -49,7 +44,7 @@ def section_sizes(run: Run) -> list[str]:
     elif step is not None:
         a, b = int(step["n_inside"].iloc[0]), int(step["n_outside"].iloc[0])
         st = step.set_index("kernel")
-        base = registry.BASELINE.id
+        base = run.baseline
         most = st.index[np.argmax(np.abs(np.log(st["change"].to_numpy())))]
         steps = (
             [
@@ -88,11 +83,11 @@ def section_shapes(run: Run) -> list[str]:
         return missing("the shape sweep", "results.csv has no row with experiment = shapes") + figref(
             run, "shapes"
         )
-    labels = labels_in(df, "shapes")
+    labels = run.labels_in(df, "shapes")
     piv = df.pivot_table(index="kernel", columns="label", values="gflops", aggfunc="median")
     rows = [
         [k, *[num(piv.at[k, lab]) if lab in piv.columns else "–" for lab, _ in labels]]
-        for k in sorted(piv.index, key=order)
+        for k in sorted(piv.index, key=run.order)
     ]
     lines = [
         "GFLOP/s per shape (M×N×K); prefill and decode use the Qwen2.5-7B FFN (N = 18944, K = 3584).",
@@ -203,8 +198,8 @@ def _alignment(n: int) -> str:
 
 
 def section_strides(run: Run) -> list[str]:
-    la, lb = stride_labels()
-    pc, pd_ = experiments.stride_extras()
+    la, lb = run.stride_labels()
+    pc, pd_ = run.stride_point("c"), run.stride_point("d")
     tab = run.tables.get("strides")
     if tab is None:
         return missing("the stride experiment", "results.csv has no row with experiment = strides") + figref(
@@ -253,9 +248,9 @@ def section_strides(run: Run) -> list[str]:
     if absent:
         lines += missing(" and ".join(absent), f"{NOT_IN_RUN} (results.csv has no row with "
                          + ("this label" if len(absent) == 1 else "these labels") + ")")
-    for s in _stride_findings(tab, la, lb):
+    for s in _stride_findings(run, tab, la, lb):
         lines += [f"**Finding:** {s}", ""]
-    for s in _remedy_findings(tab, run.tables.get("stride_loads"), la, lb, pc if has_c else None,
+    for s in _remedy_findings(run, tab, run.tables.get("stride_loads"), la, lb, pc if has_c else None,
                               pd_ if has_d else None):
         lines += [f"**Finding:** {s}", ""]
     return lines + _stride_mechanism(run) + figref(run, "strides")
@@ -279,12 +274,12 @@ def _loads_at(sl, kernels, s) -> dict:
     return out
 
 
-def _remedy_findings(tab, sl, la: str, lb: str, pc, pd_) -> list[str]:
+def _remedy_findings(run: Run, tab, sl, la: str, lb: str, pc, pd_) -> list[str]:
     """What n = 4100 and the padded storage say, from the stride table and the load widths."""
     t = tab.set_index("kernel")
     odd = [k for k in t.index if truthy(t.at[k, "at_other_shape"])]
     tri = [k for k in t.index if t.at[k, "impl"] == "triton" and k not in odd]
-    base = registry.BASELINE.id
+    base = run.baseline
     out = []
     if pc is not None:
         tc = [k for k in tri if np.isfinite(float(t.at[k, "ratio_c"]))]
@@ -400,10 +395,10 @@ def _stride_mechanism(run: Run) -> list[str]:
     return lines
 
 
-def _stride_findings(tab, la: str, lb: str) -> list[str]:
+def _stride_findings(run: Run, tab, la: str, lb: str) -> list[str]:
     t = tab.set_index("kernel")
-    cuda = [k.id for k in registry.cuda_ladder()]
-    pair = [k.id for k in registry.request_ledger_kernels()]
+    cuda = run.ladder
+    pair = run.with_role("request_ledger")
     out = []
     k1 = pair[0] if pair else ""
     if k1 in t.index:
@@ -439,7 +434,7 @@ def _stride_findings(tab, la: str, lb: str) -> list[str]:
         parts.append(
             f"the Triton kernels' by {ratio_range([t.at[k, 'change_pct'] for k in tri], '{:+.1f}%')}"
         )
-    base = registry.BASELINE.id
+    base = run.baseline
     if base in t.index:
         parts.append(f"cuBLAS's by {t.at[base, 'change_pct']:+.1f}%")
     parts += [

@@ -7,7 +7,7 @@ import pandas as pd
 
 from study.report.figures import BAND_PCT, Skip, figref, ledger_main
 from study.report.load import Run
-from study.report.md import in_order, md, missing, num, shape
+from study.report.md import md, missing, num, shape
 
 
 def section_ledgers(run: Run) -> list[str]:
@@ -136,7 +136,7 @@ def section_model(run: Run) -> list[str]:
                 num(r.get("predicted_cadence"), "{:.3f}"),
                 num(r.get("model_error_pct"), "{:+.1f}%"),
             ]
-            for _, r in in_order(loo).iterrows()
+            for _, r in run.in_order(loo).iterrows()
         ]
         lines += ["Least squares refitted without each kernel, then used to predict it.", ""]
         lines += md(["kernel left out", "measured", "predicted", "error"], rows)

@@ -5,16 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from study import kernels as registry
 from study.report.figures import figref
 from study.report.load import Run
-from study.report.md import by_kernel, config_text, main_rows, md, missing, num, order, ratio_range, shape
+from study.report.md import by_kernel, config_text, md, missing, num, ratio_range, shape
 
 
 def section_main(run: Run) -> list[str]:
     lines = []
-    main = main_rows(run.measured)
-    failed = main_rows(run.results[run.results["ms"].isna()])
+    main = run.main_rows(run.measured)
+    failed = run.main_rows(run.results[run.results["ms"].isna()])
     if main.empty and failed.empty:
         return lines + missing("the main experiment (E1)", "results.csv has no row with experiment = main")
     ref = main.iloc[0] if len(main) else failed.iloc[0]
@@ -23,13 +22,13 @@ def section_main(run: Run) -> list[str]:
         f"FP32 C = A·B at {shape(ref.M, ref.N, ref.K)}, row-major, α = 1, β = 0. Time: median of the timed "
         "repetitions (p20–p80 in brackets), L2 flushed before each. Two calibers: *% peak* and *cadence* use "
         + (
-            f"the device-reported max SM clock ({g.sm_clock_mhz:.0f} MHz, {g.peak_gflops():,.0f} GFLOP/s)"
+            f"the device-reported max SM clock ({g.sm_clock_mhz:.0f} MHz, {g.peak_gflops:,.0f} GFLOP/s)"
             if g
             else "the max SM clock (not known here)"
         )
         + "; the *sampled* columns use the median SM clock sampled during that timing, numerator and "
         "denominator switched together. % of cuBLAS does not depend on the clock. Cadence: cycles per "
-        "warp-FMA per SM" + (f" (floor {g.cadence_floor():.3g})." if g else "."),
+        "warp-FMA per SM" + (f" (floor {g.cadence_floor:.3g})." if g else "."),
         "",
     ]
     rows = [
@@ -58,7 +57,7 @@ def section_main(run: Run) -> list[str]:
                     num(r.get("rel_err"), "{:.1e}"),
                 ]
             )
-    rows.sort(key=lambda r: order(r[0]))
+    rows.sort(key=lambda r: run.order(r[0]))
     lines += md(
         [
             "kernel",
@@ -149,18 +148,18 @@ def section_twins(run: Run) -> list[str]:
         ],
         rows,
     )
-    main = by_kernel(main_rows(run.measured))
-    tuned = [k for k in registry.tuned_kernels() if k.id in main]
-    for k in tuned:
-        r = main[k.id]
+    main = by_kernel(run.main_rows(run.measured))
+    tuned = [kid for kid in run.with_role("tuned") if kid in main]
+    for kid in tuned:
+        r = main[kid]
         lines += [
-            f"Autotuned Triton ({k.id}): {r['gflops']:,.0f} GFLOP/s, "
+            f"Autotuned Triton ({kid}): {r['gflops']:,.0f} GFLOP/s, "
             f"{num(r.get('pct_cublas'), '{:.1f}%')} of "
             f"cuBLAS; winning config: {config_text(r.get('config'))}.",
             "",
         ]
-    for k in registry.KERNELS:
-        if k.impl == "triton" and k.notes:
+    for k in run.kernels.itertuples():
+        if k.impl == "triton" and isinstance(k.notes, str) and k.notes:
             lines += [f"{k.id} (twin of {k.twin}): {k.idea}. {k.notes}", ""]
     gl = tw.iloc[0:0]
     if "ratio_gluon" in tw:
@@ -176,7 +175,7 @@ def section_twins(run: Run) -> list[str]:
             "inside it (instruction order, registers, what Gluon cannot state; notes above).",
             "",
         ]
-    ta = main[tuned[0].id] if tuned else None
+    ta = main[tuned[0]] if tuned else None
     lines += [
         f"**Finding:** unpipelined Triton twins run at {ratio_range(list(tw['ratio_unpipelined']))} the "
         f"throughput of their CUDA kernel, pipelined ones at {ratio_range(list(tw['ratio_pipelined']))}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from study import kernels as registry
 from study.report.figures import FIGURES
 from study.report.load import Run
 from study.report.md import md, prov
@@ -34,7 +33,7 @@ def section_reproduce(run: Run) -> list[str]:
     except ValueError:  # written outside the checkout (e.g. on a GPU machine): name no local path
         out = "DIR"
     # the subset example names real ids: the baseline and the last hand-written rung of the run
-    example = ",".join([registry.BASELINE.id, registry.last_rung(among=set(run.results["kernel"])).id])
+    example = ",".join([run.baseline, run.top(set(run.results["kernel"]))])
     return [
         "```bash",
         'pip install -e ".[dev]"',

@@ -56,10 +56,10 @@ def section_provenance(run: Run, measured: bool) -> list[str]:
                 else ", no sampled clock recorded"
             )
             + f"; memory clock {g.mem_clock_mhz:.0f} MHz, {g.bus_width_bits}-bit bus.",
-            f"- **Peaks:** FP32 {g.peak_gflops():,.0f} GFLOP/s at the max clock"
-            + (f", {g.peak_gflops(sampled):,.0f} GFLOP/s at the sampled clock" if sampled else "")
-            + f"; DRAM {g.dram_gbps():,.1f} GB/s datasheet, {roofs_text(g)}"
-            + f"; cadence floor {g.cadence_floor():.3g} cycles per warp-FMA per SM"
+            f"- **Peaks:** FP32 {g.peak_gflops:,.0f} GFLOP/s at the max clock"
+            + (f", {g.peak_gflops_sampled:,.0f} GFLOP/s at the sampled clock" if sampled else "")
+            + f"; DRAM {g.dram_gbps:,.1f} GB/s datasheet, {roofs_text(g)}"
+            + f"; cadence floor {g.cadence_floor:.3g} cycles per warp-FMA per SM"
             + (f"; L2 {g.l2_bytes / 2**20:.0f} MiB." if g.l2_bytes else "; L2 size not recorded."),
             f"- **GPU constants from:** {run.gpu_source}.",
         ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from study.report.load import Run
-from study.report.md import in_order, md, missing, num, op_name, prov_col, truthy
+from study.report.md import md, missing, num, op_name, prov_col, truthy
 
 
 def section_sass(run: Run) -> list[str]:
@@ -11,7 +11,7 @@ def section_sass(run: Run) -> list[str]:
     s = run.tables.get("sass")
     if s is None:
         return lines + missing("the SASS histogram and occupancy", run.missing["sass"])
-    s = in_order(s)
+    s = run.in_order(s)
     arch = prov_col(s, "arch")
     lines += [
         f"Compiled for {arch or 'the recorded target'} and read back with cuobjdump. Registers per thread, "
@@ -99,10 +99,10 @@ def section_sass(run: Run) -> list[str]:
 
 def section_counted(run: Run) -> list[str]:
     lines = []
-    c = run.tables.get("cvc")
+    c = run.tables.get("counted_vs_compiled")
     if c is None:
-        return lines + missing("the counted-vs-compiled check", run.missing["cvc"])
-    c = in_order(c)
+        return lines + missing("the counted-vs-compiled check", run.missing["counted_vs_compiled"])
+    c = run.in_order(c)
     lines += [
         "Loads per FMA counted from the source beside the SASS main loop (instructions of any width per "
         "FFMA); flagged where they differ by more than 10%, with the reason read off the histogram.",

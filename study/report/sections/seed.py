@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from study.report.figures import Skip, ledger_main
 from study.report.load import Run
-from study.report.md import by_kernel, gpu_name, main_rows, md, missing, num, short
+from study.report.md import by_kernel, gpu_name, md, missing, num, short
 
 
 def section_seed(run: Run) -> list[str]:
@@ -14,11 +14,11 @@ def section_seed(run: Run) -> list[str]:
             "the seed replay", run.missing.get("seed_ledgers") or run.missing.get("seed_model", "?")
         )
     p = sm.iloc[0]
-    s = main_rows(seed)
+    s = run.main_rows(seed)
     try:
         here, note = ledger_main(run), ""
     except Skip as e:
-        here, note = main_rows(run.measured), f" (model error on the {gpu_name(run)}: {e})"
+        here, note = run.main_rows(run.measured), f" (model error on the {gpu_name(run)}: {e})"
     a, b = short(str(p["gpu"])), short(gpu_name(run))
     lines = [
         f"The seed report's published times on the {p['gpu']} ({int(p['sms'])} SMs, "

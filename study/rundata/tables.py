@@ -1,0 +1,205 @@
+"""Every table of a run directory, declared once: its name, its file, its columns, its text
+columns and what writes it.
+
+A *measured* table is written by a measuring tool (``producer`` names it) and only ever appended
+to where ``append_only``; a *derived* table is computed by ``study.derive`` from the measured ones
+and rewritten by every derivation. A derived table's ``producer`` is the function of
+``study.derive`` that computes it (``"tables.twins"`` is ``study.derive.tables.twins``), called
+with the derivation's values named in ``inputs`` (an input ending in ``?`` may be absent, None;
+any other absent input leaves the table out of the run); an empty ``producer`` takes the
+derivation's value of the table's own name (the model steps, whose results several tables
+share). ``columns`` are the columns the table holds, in order, where the producer fixes them (the
+producers build their frames from these), or the leading columns every reader may rely on where
+the rest varies (``open``). Every column not in ``text`` is a number.
+
+The run directory (``study.rundata.rundir``), the derivation (``study.derive``) and the report
+(``study.report.load``) all read these declarations: adding a table is one entry here and its
+producer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_PROVENANCE = ("gpu", "cc", "torch", "triton", "cuda", "driver", "commit", "host", "run_id", "timestamp")
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    file: str
+    columns: tuple[str, ...]
+    text: tuple[str, ...] = ()
+    producer: str = ""
+    inputs: tuple[str, ...] = ()
+    measured: bool = False
+    append_only: bool = False
+    open: bool = False  # more columns than ``columns`` may follow (they vary with the inputs)
+    needs: tuple[str, ...] | None = None  # the columns a reader needs, where fewer than ``columns``
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The columns a reader may rely on: ``needs`` where given (a measured table written by an
+        older tool), else ``columns``."""
+        return self.columns if self.needs is None else self.needs
+
+    def is_text(self, column: str) -> bool:
+        return column in self.text
+
+
+def _t(name: str, columns, text=(), producer: str = "", inputs=(), **flags) -> Table:
+    return Table(name, f"{name}.csv", tuple(columns), tuple(text), producer, tuple(inputs), **flags)
+
+
+# --- measured: written by the measuring tools, never by derive ----------------------------------
+# a results row: what was measured (``ld`` the leading dimension of A, B and C where the operands
+# were padded, empty where contiguous; ``symbol`` the function the kernel launched at that shape,
+# ``Kernel.path_for``, empty for cuBLAS), then where it came from
+RESULTS_MEASURED = (
+    "experiment", "label", "kernel", "impl", "M", "N", "K", "ld", "ms", "p20_ms", "p80_ms", "reps",
+    "rel_err", "sm_clock_mhz", "clock_samples", "config", "symbol",
+)
+RESULTS_PROVENANCE = (
+    "gpu", "sms", "max_sm_clock_mhz", "mem_clock_mhz", "bus_width_bits", "cc", "torch", "triton", "cuda",
+    "driver", "commit", "host", "run_id", "timestamp",
+)
+MEASURED = (
+    _t("results", RESULTS_MEASURED + RESULTS_PROVENANCE, ("experiment", "label", "kernel", "impl", "config",
+       "symbol") + _PROVENANCE, "study.measure.plan:run_plan", measured=True, append_only=True),
+    _t("clocks", ("run_id", "experiment", "label", "kernel", "M", "N", "K", "t_s", "sm_clock_mhz"),
+       ("run_id", "experiment", "label", "kernel"), "study.measure.plan:run_plan", measured=True,
+       append_only=True, needs=("kernel", "t_s", "sm_clock_mhz")),
+    Table("gpu", "gpu.json", (), producer="study.run:measure", measured=True),
+    _t("sass", ("kernel", "impl", "arch", "symbol"), ("kernel", "impl", "arch", "symbol", "config",
+       "occupancy_limited_by", "nvcc", "triton", "error"), "study.toolchain.table:sass_table", measured=True,
+       open=True, needs=("kernel",)),
+    _t("sass_strides", ("kernel", "impl", "arch", "M", "N", "K", "specialised"),
+       ("kernel", "impl", "arch", "specialised", "error"), "study.toolchain.table:stride_table",
+       measured=True, open=True),
+    _t("ncu", ("kernel", "M", "N", "K", "launch", "ncu_kernel", "metric", "unit", "value", "ncu", "gpu",
+               "driver", "commit", "run_id", "timestamp"),
+       ("kernel", "ncu_kernel", "metric", "unit", "ncu", "gpu", "driver", "commit", "run_id", "timestamp"),
+       "study.measure.profile:profile", measured=True, append_only=True,
+       needs=("kernel", "M", "N", "K", "metric", "value")),
+    _t("sweep", ("round", "BM", "BN", "BK", "num_warps", "num_stages", "GROUP_M", "maxnreg", "status", "regs",
+                 "spills", "ms", "p20_ms", "p80_ms", "reps", "rel_err", "tflops", "cublas_ms", "pct_cublas",
+                 "M", "N", "K", "triton", "gpu", "commit", "timestamp"),
+       ("round", "status", "triton", "gpu", "commit", "timestamp"), "study.measure.sweep:run", measured=True,
+       append_only=True),
+    _t("sweep_cuda", ("round",), ("round", "status", "gpu", "commit", "timestamp", "kernel"),
+       "study.measure.sweep_cuda:run", measured=True, append_only=True, open=True),
+)
+# the seed GPU's published times and constants, kept beside the reference run (inputs of the replay)
+SEED = (
+    _t("rtx4090_seed", ("kernel", "M", "N", "K", "ms"), ("kernel",), measured=True),
+    Table("rtx4090_seed_gpu", "rtx4090_seed_gpu.json", (), measured=True),
+)
+
+# --- derived: written by study.derive only, read by study.report only --------------------------
+_LEDGER_TEXT = ("kernel", "impl", "experiment", "label", "config", "symbol") + _PROVENANCE
+DERIVED = (
+    _t("kernels", ("id", "impl", "order", "idea", "twin", "tile", "threads", "num_stages", "gluon",
+                   "meant_for", "roles", "pipelined_twin_of", "req_per_fma", "notes"),
+       ("id", "impl", "idea", "twin", "tile", "gluon", "meant_for", "roles", "pipelined_twin_of", "notes"),
+       "selection.kernels_table"),
+    _t("points", ("experiment", "label", "M", "N", "K", "ld", "role", "order"),
+       ("experiment", "label", "role"), "selection.points_table", ("main_shape",)),
+    _t("gpu_figures", ("name", "cc", "sms", "fp32_lanes_per_sm", "sm_clock_mhz", "sampled_sm_clock_mhz",
+                       "mem_clock_mhz", "bus_width_bits", "l2_bytes", "read_gbps", "read_p20_gbps",
+                       "read_p80_gbps", "copy_gbps", "copy_p20_gbps", "copy_p80_gbps",
+                       "roof_buffer_bytes", "peak_gflops",
+                       "peak_gflops_sampled", "dram_gbps", "cadence_floor", "source"),
+       ("name", "cc", "source"), "tables.gpu_figures", ("gpu", "gpu_source")),
+    _t("ledgers", ("kernel", "impl", "M", "N", "K", "ms", "gflops", "pct_peak", "pct_cublas", "cadence"),
+       _LEDGER_TEXT, open=True),
+    _t("model", ("method", "p_ldg", "p_dist", "p_bcast", "p_lds32", "p_lds128", "M", "N", "K", "decimals",
+                 "kernels"), ("method", "kernels")),
+    _t("loo", ("kernel", "measured_cadence", "predicted_cadence"), ("kernel", "method", "bound"), open=True),
+    _t("model_sass", ("kernel", "x_ldg", "x_lds32", "x_lds128", "measured_cadence", "predicted_cadence",
+                      "model_error_pct"), ("kernel",)),
+    _t("counted_vs_compiled", ("kernel", "counted_lds_per_fma", "counted_lds_bits", "sass_lds_per_fma",
+                               "counted_ldg_per_fma", "counted_ldg_bits", "sass_ldg_per_fma", "loop_FFMA",
+                               "loop_LDS32", "loop_LDS128", "loop_LDG32", "loop_LDG128", "lds_ratio",
+                               "ldg_ratio", "flag", "explanation"),
+       ("kernel", "flag", "explanation"), "compiled.counted_vs_compiled", ("sass",)),
+    _t("predictions", ("kernel", "role", "measured", "exact", "exact_err", "lstsq", "lstsq_err", "sass",
+                       "sass_err"), ("kernel", "role"), "tables.predictions",
+       ("ledger", "prices", "model_sass?")),
+    _t("price_shift", ("price", "exact", "lstsq", "change_pct"), ("price",), "tables.price_shift",
+       ("prices",)),
+    _t("twins", ("cuda", "tile", "warps", "cuda_gflops", "unpipelined", "unpipelined_gflops", "pipelined",
+                 "pipelined_gflops", "gluon", "gluon_gflops", "cublas_gflops", "ratio_unpipelined",
+                 "ratio_pipelined", "ratio_gluon"), ("cuda", "tile", "unpipelined", "pipelined", "gluon"),
+       "tables.twins", ("ledger",)),
+    _t("ladder", ("kernel", "idea", "ms", "gflops", "pct_cublas", "speedup", "sectors_per_wfma",
+                  "loads_per_fma", "issue_per_ffma", "wavefronts_per_wfma", "bar_per_phase", "registers",
+                  "occupancy_pct",
+                  "issue_pct", "fma_pipe_pct", "moved", "moved_from", "moved_to", "moved_factor"),
+       ("kernel", "idea", "moved"), "counters.ladder", ("ledger", "sass?", "counters?")),
+    _t("stride_loads", ("kernel", "impl", "M", "N", "K", "specialised", "loads_128", "loads_64", "loads_32",
+                        "async", "error"), ("kernel", "impl", "specialised", "async", "error"),
+       "tables.stride_loads", ("sass_strides",)),
+    _t("strides", ("kernel", "impl", "M_a", "N_a", "K_a", "ms_a", "M_b", "N_b", "K_b", "ms_b", "ratio",
+                   "change_pct", "speedup", "at_other_shape", "pair", "pair_ratio_a", "pair_ratio_b",
+                   "M_c", "N_c", "K_c", "ms_c", "ratio_c", "ratio_c_b", "ld_d", "ms_d", "ratio_d",
+                   "ratio_d_b", "why"),
+       ("kernel", "impl", "at_other_shape", "pair", "why"), "tables.strides", ("ledger",)),
+    _t("shapes", ("label", "M", "N", "K", "first", "last", "speedup", "cublas_gflops"),
+       ("label", "first", "last", "kernel"), "tables.shapes", ("ledger",), open=True),
+    _t("sizes", ("n", "footprint_bytes", "inside_l2", "n_at_l2"), ("inside_l2",), "tables.sizes",
+       ("ledger", "l2_bytes?")),
+    _t("size_step", ("kernel", "n_inside", "n_outside", "gflops_inside", "gflops_outside", "change"),
+       ("kernel",), "tables.size_step", ("ledger", "l2_bytes?")),
+    _t("counters", ("kernel", "M", "N", "K", "launches", "ms", "regs", "warps_pct", "issue_pct",
+                    "fma_pipe_pct", "fma_share", "inst_per_wfma", "lds_per_wfma", "wavefronts_per_wfma",
+                    "conflicts_per_wavefront", "sectors_per_wfma", "requests_per_wfma",
+                    "top_stalls"), ("kernel", "top_stalls")),
+    _t("clock_summary", ("kernel", "median_mhz", "pct_of_max", "samples", "lo_mhz", "hi_mhz",
+                         "run_median_mhz", "run_pct_of_max", "max_over_median"), ("kernel",), "tables.clocks",
+       ("rows", "clocks?", "max_mhz")),
+    _t("seed_ledgers", ("kernel", "gflops", "cadence"), ("kernel", "impl", "experiment", "label"), open=True),
+    _t("seed_model", ("method", "p_ldg", "p_dist", "p_bcast", "p_lds32", "p_lds128", "M", "N", "K",
+                      "decimals", "kernels", "gpu", "sms", "sm_clock_mhz", "dram_gbps"), ("method",
+                      "kernels", "gpu")),
+    # the bound model (study.derive.bounds, docs/bounds.md)
+    _t("bounds", ("kernel", "impl", "M", "N", "K", "measured_cadence", "inst_per_wfma", "fma_inst_per_wfma",
+                  "ld_wavefronts_per_wfma", "st_wavefronts_per_wfma", "wavefronts_per_wfma",
+                  "sectors_per_wfma", "requests_per_wfma", "lines_per_wfma", "dram_bytes_per_wfma",
+                  "warps", "warps_from",
+                  "wfma_per_trip", "exposed", "spill_reloads", "producer_waits", "stores", "blocks",
+                  "blocks_per_sm", "tail", "b_fma", "b_issue", "b_smem", "b_l1", "b_dram", "latency",
+                  "latency_smem", "predicted_cadence", "bound", "error_pct"),
+       ("kernel", "impl", "warps_from", "exposed", "stores", "bound")),
+    _t("bound_constants", ("constant", "value", "unit", "meaning", "fitted", "kernels"),
+       ("constant", "unit", "meaning", "fitted", "kernels")),
+    _t("bound_steps", ("from", "to", "from_bound", "to_bound", "moved", "speedup", "predicted_speedup",
+                       "changed"),
+       ("from", "to", "from_bound", "to_bound", "moved", "changed")),
+    _t("bound_findings", ("finding", "value", "kernels", "note"), ("finding", "kernels", "note")),
+    _t("bound_travel", ("where", "M", "N", "K", "kernels", "applied", "why"),
+       ("where", "kernels", "applied", "why")),
+    _t("model_errors", ("method", "kernel", "impl", "M", "N", "K", "measured_cadence", "predicted_cadence",
+                        "error_pct", "role", "bound"), ("method", "kernel", "impl", "role", "bound")),
+)
+
+ALL = MEASURED + SEED + DERIVED
+BY_NAME: dict[str, Table] = {t.name: t for t in ALL}
+BY_FILE: dict[str, Table] = {t.file: t for t in ALL}
+
+
+def get(name: str) -> Table:
+    return BY_NAME[name]
+
+
+class _Names:
+    """``T.twins`` is the declaration named "twins": tables are referred to by declaration, never by
+    a file name spelled out."""
+
+    def __getattr__(self, name: str) -> Table:
+        try:
+            return BY_NAME[name]
+        except KeyError:
+            raise AttributeError(f"no table {name!r} is declared in study.rundata.tables") from None
+
+
+T = _Names()
