@@ -450,9 +450,10 @@ def test_decode_rows_in_the_tables(decode, reference):
     assert not bool(tr.loc[(32, 18944, 3584), "applied"])
 
 
-def test_a_launch_of_another_function_than_the_registered_symbol_is_left_out():
-    # KD's launcher picks a function by M: at decode b32 ncu profiled kd_gemv_sk_m32, while
-    # sass.csv holds kd_gemv's loop (M = 1); the model does not price one with the other's SASS
+def test_a_launch_of_another_function_than_the_one_whose_sass_is_held_is_left_out():
+    # KD launches a function by M: at decode b32 of the reference run ncu profiled kd_gemv_sk_m32
+    # (the tiled kernel's name then), while its sass.csv holds only kd_gemv's loop (M = 1, the one
+    # function registered then); the model does not price one with the other's SASS
     gpu = GPU.from_json(DATA / "gpu.json")
     led = pd.read_csv(DATA / "ledgers.csv")
     ncu = pd.read_csv(DATA / "ncu.csv")
@@ -460,14 +461,32 @@ def test_a_launch_of_another_function_than_the_registered_symbol_is_left_out():
     last = ncu.loc[b32, "run_id"].astype(str).max()
     assert set(ncu.loc[b32 & (ncu["run_id"].astype(str) == last), "ncu_kernel"]) == {"kd_gemv_sk_m32"}
     sass = pd.read_csv(DATA / "sass.csv")
+    assert set(sass.loc[sass["kernel"] == "KD", "symbol"]) == {"kd_gemv"}
     full = bound_inputs.run(led, ncu, sass, gpu)
     lo = full.left_out
     why = lo[(lo["kernel"] == "KD") & (lo["M"] == 32)]["why"]
-    assert len(why) == 1 and "kd_gemv_sk_m32, not kd_gemv" in why.iloc[0]
+    assert len(why) == 1 and "kd_gemv_sk_m32" in why.iloc[0] and "not of kd_gemm_m32" in why.iloc[0]
     assert not ((full.inputs["kernel"] == "KD") & (full.inputs["M"] == 32)).any()
     assert ((full.inputs["kernel"] == "KD") & (full.inputs["M"] == 1)).any()  # kd_gemv itself
-    # the same counters named as the registered symbol's launch are taken
+    # the same counters named as the function whose SASS is held are taken with it
     relabelled = ncu.copy()
     relabelled.loc[b32, "ncu_kernel"] = "kd_gemv"
     bm = bound_inputs.run(led, relabelled, sass, gpu)
     assert ((bm.inputs["kernel"] == "KD") & (bm.inputs["M"] == 32)).any()
+
+
+def test_a_kernel_of_several_paths_is_priced_with_the_path_its_shape_launched():
+    # a run whose sass.csv holds KD's tiled kernel by today's name and whose counters name it:
+    # decode b32 is priced with that path's tile and threads (132 tiles of 32 x 144: one per SM)
+    gpu = GPU.from_json(DATA / "gpu.json")
+    led = pd.read_csv(DATA / "ledgers.csv")
+    ncu = pd.read_csv(DATA / "ncu.csv")
+    b32 = (ncu["kernel"] == "KD") & (ncu["M"] == 32)
+    ncu.loc[b32, "ncu_kernel"] = "kd_gemm_m32"
+    sass = pd.read_csv(DATA / "sass.csv")
+    kd = sass[sass["kernel"] == "KD"].assign(symbol="kd_gemm_m32", threads=384)
+    inp = bound_inputs.inputs(led, ncu, pd.concat([sass, kd], ignore_index=True), bounds.machine(gpu))
+    row = inp[(inp["kernel"] == "KD") & (inp["M"] == 32)].iloc[0]
+    assert row["blocks"] == 132  # ceil(32 / 32) x ceil(18944 / 144), the path's tile
+    # the M = 1 function's tile would be none (no K-tile: blocks from its counts instead)
+    assert row["tail"] == 1.0

@@ -150,10 +150,12 @@ def test_extension_registers_what_the_registry_reads():
 
     ext = cuda_kernels.load()
     got = sorted(tuple(r) for r in ext.registered())
-    assert got == sorted(registration.read_registration(p).facts for p in cuda_kernels.cu_sources())
+    read = [r.facts for src in cuda_kernels.cu_sources() for r in registration.read_registrations(src)]
+    assert got == sorted(read)
     for k in CUDA:
-        assert k.registration.facts in got
-        assert callable(getattr(ext, k.symbol)), k.symbol
+        for reg, path in zip(k.registrations, k.paths, strict=True):
+            assert reg.facts in got
+            assert callable(getattr(ext, path.symbol)), path.symbol
 
 
 @pytest.mark.gpu
@@ -179,14 +181,17 @@ def test_ta_bk_floor_is_what_the_compiler_accepts():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
-def test_cuda_kernels_accumulate_into_c_with_beta(k):
-    """c = alpha * a @ b + beta * c: the epilogue that reads the old C (the study itself uses beta = 0)."""
+@pytest.mark.parametrize("path", [p for k in CUDA for p in k.paths], ids=lambda p: p.symbol)
+def test_cuda_kernels_accumulate_into_c_with_beta(path):
+    """c = alpha * a @ b + beta * c: the epilogue that reads the old C (the study itself uses beta = 0),
+    for every function a CUDA kernel launches."""
     import torch
 
     import cuda_kernels
 
-    fn = getattr(cuda_kernels.load(), k.symbol)
+    if not path.runs_on(".".join(map(str, torch.cuda.get_device_capability()))):
+        pytest.skip(f"{path.symbol} needs compute capability 9.0")
+    fn = getattr(cuda_kernels.load(), path.symbol)
     M, N, K = 67, 132, 96  # odd M; N and K multiples of 4 for 128-bit loads
     a, b = bench.random_inputs(M, N, K, seed=11)
     c0 = torch.randn(M, N, device="cuda", generator=torch.Generator(device="cuda").manual_seed(12))
@@ -258,26 +263,23 @@ def test_decode_kernels_are_right_and_the_same_every_run(k, shape):
 
 
 STREAM_PROBE = """
-import sys, torch
+import sys, torch, cuda_kernels
 from study import kernels
 from study.measure import bench
-k = kernels.get("KD")
+k, ext = kernels.get("KD"), cuda_kernels.load()
+# the paths a device without tensor copies runs (before sm_90): the streaming GEMV at every M
 for M, N, K in [(9, 300, 516), (16, 2052, 1028), (33, 64, 8196), (40, 18948, 3588), (100, 520, 2000)]:
+    fn = getattr(ext, k.path_for(M, N, K, "8.9").symbol)
     a, b = bench.random_inputs(M, N, K, seed=M + N + K)
     outs = []
     for _ in range(2):
         out = bench.poisoned(M, N)
-        k.launcher(a, b, out)
+        assert fn(a, b, out, 1.0, 0.0) is None
         torch.cuda.synchronize()
         outs.append(out)
     err = bench.relative_error(outs[0], a.double() @ b.double())
     print(M, N, K, "ok" if err <= bench.TOLERANCE and torch.equal(outs[0], outs[1]) else f"wrong {err:.2e}")
-a, b = bench.random_inputs(32, 18944, 3584, seed=0)
-out = bench.poisoned(32, 18944)
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-    k.launcher(a, b, out)
-    torch.cuda.synchronize()
-print("ran", " ".join(sorted({e.key for e in prof.key_averages() if e.key.startswith("kd_gemv")})))
+print("picks", k.path_for(32, 18944, 3584, "8.9").symbol)
 """
 
 
@@ -297,25 +299,25 @@ def test_decode_rung_tiles_from_m_9_on_a_device_with_tensor_copies():
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             k.launcher(a, b, out)
             torch.cuda.synchronize()
-        ran[M] = sorted({e.key for e in prof.key_averages() if e.key.startswith("kd_gemv")})
-    assert ran == {8: ["kd_gemv_m8"], 9: ["kd_gemv_sk_m16"], 32: ["kd_gemv_sk_m32"]}, ran
+        ran[M] = sorted({e.key for e in prof.key_averages() if e.key.startswith("kd_")})
+    assert ran == {8: ["kd_gemv_m8"], 9: ["kd_gemm_m16"], 32: ["kd_gemm_m32"]}, ran
 
 
 @pytest.mark.gpu
 def test_decode_rung_streams_every_m_where_it_does_not_tile():
-    """Where the tiled path cannot run (no tensor maps: before sm_90) KD streams B at every M, in
-    row tiles of at most MT_MAX rows; SGEMM_KD_TILED=0 makes the launcher take that path here."""
-    *lines, ran = run_child(STREAM_PROBE, env={"SGEMM_KD_TILED": "0"})
+    """Where the tiled path cannot run (no tensor copies: before sm_90) KD streams B at every M, in
+    row tiles of at most 8 rows: the streaming kernels the registry picks there, run here."""
+    *lines, picks = run_child(STREAM_PROBE)
     assert len(lines) == 5 and all(line.endswith(" ok") for line in lines), lines
-    assert ran == "ran kd_gemv_m8", ran  # M = 32 in row tiles of 8, no tiled kernel
+    assert picks == "picks kd_gemv_m8", picks  # M = 32 in row tiles of 8, no tiled kernel
 
 
 OOM_PROBE = """
 import torch, cuda_kernels
 from study import kernels
 from study.measure import bench
-fn = getattr(cuda_kernels.load(), kernels.get("KD").symbol)
 M, N, K = 32, 18944, 3584
+fn = getattr(cuda_kernels.load(), kernels.get("KD").path_for(M, N, K, "9.0").symbol)
 a, b = bench.random_inputs(M, N, K, seed=5)
 c = bench.poisoned(M, N)
 hold, size = [], 1 << 30
@@ -358,9 +360,9 @@ def test_decode_rung_accumulates_into_c_with_beta(shape):
 
     import cuda_kernels
 
-    k = kernels.get("KD")
-    fn = getattr(cuda_kernels.load(), k.symbol)
     M, N, K = shape
+    cc = ".".join(map(str, torch.cuda.get_device_capability()))
+    fn = getattr(cuda_kernels.load(), kernels.get("KD").path_for(M, N, K, cc).symbol)
     a, b = bench.random_inputs(M, N, K, seed=M + N)
     c0 = torch.randn(M, N, device="cuda", generator=torch.Generator(device="cuda").manual_seed(K))
     c = c0.clone()

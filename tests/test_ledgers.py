@@ -282,7 +282,7 @@ def test_empty_times(gpu4090):
 
 
 def test_stride_loads_add_synchronous_and_async_loads_by_width():
-    from study.derive import tables
+    from study.derive import experiment_tables as tables
 
     shape = {"M": 4096, "N": 4096, "K": 4096}
     t5p = {"kernel": "T5p", "impl": "triton", **shape, "specialised": True, "loop_LDG32": 1, "loop_LDG64": 0,

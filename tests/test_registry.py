@@ -1,22 +1,16 @@
 """The registry is the one list of kernels: what it reads from each .cu is what the compiler builds,
 its counts agree with the tiles they describe, and its selections pick by property, not by id."""
 
-import dataclasses
-import os
 import re
-import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
 
-import cuda_kernels
 from study import kernels
 from study.errors import InputError
-from study.kernels import registration
 
 REPO = Path(__file__).resolve().parent.parent
 CUDA = kernels.by_impl("cuda")  # every hand-written kernel, on the ladder or beside it
@@ -54,30 +48,7 @@ def test_importing_the_registry_reads_no_kernel_source():
     assert before == "0" and int(after) >= 1
 
 
-# ------------------------------------------------------------------ one .cu, one entry
-
-
-@pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
-def test_cuda_entry_names_a_cu_with_one_registration(k):
-    src = REPO / k.source
-    assert src.is_file() and src.suffix == ".cu" and src.parent == cuda_kernels.SOURCE_DIR, k.source
-    text = src.read_text()
-    assert len(REGISTER.findall(text)) == 1, f"{k.source}: needs exactly one SGEMM_REGISTER line"
-    kernel = rf'extern\s+"C"\s+__global__\s+void\s+(__launch_bounds__\([^)]*\)\s+)?{k.symbol}\s*\('
-    assert re.search(kernel, text), f"{k.source}: no extern \"C\" __global__ {k.symbol}"
-    assert re.search(rf"\bvoid\s+launch_{k.symbol}\s*\(", text), f"{k.source}: no launch_{k.symbol}"
-    assert k.target == f"cuda:{k.symbol}"
-    assert k.registration.source == k.source
-
-
-def test_every_cu_file_has_exactly_one_registry_entry():
-    """The build compiles every .cu in cuda_kernels/; each must be measured, so each has an entry."""
-    by_file = {}
-    for k in CUDA:
-        by_file.setdefault((REPO / k.source).resolve(), []).append(k.id)
-    for path in cuda_kernels.cu_sources():
-        ids = by_file.get(path.resolve(), [])
-        assert len(ids) == 1, f"{path.name}: {len(ids)} registry entries ({ids}); a .cu needs exactly one"
+# ------------------------------------------------------------------ Triton entries
 
 
 def jitted_functions(path) -> set[str]:
@@ -109,217 +80,6 @@ def test_a_symbol_named_only_in_a_comment_is_no_kernel(tmp_path):
     assert jitted_functions(f) == {"other"}
 
 
-@pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
-def test_registration_agrees_with_the_launcher(k):
-    """The SGEMM_REGISTER line against the launcher's own dim3 block and grid (where it spells them
-    the plain way): THREADS = the block's threads; gridDim.x/y cover N/M (M/N for SGEMM_Y_WALKS_N)
-    in steps of BN/BM."""
-    reg = k.registration
-    text = (REPO / k.source).read_text()
-    launcher = text[text.index(f"launch_{k.symbol}("):]
-    defines = registration._defines(REPO / k.source)
-    block = re.search(r"dim3\s+block\s*\(([^;]*)\)\s*;", launcher)
-    if block:
-        threads = 1
-        for dim in registration._call_arguments(f"b({block.group(1)})", 1, k.source):
-            threads *= registration.evaluate(dim, defines)
-        assert threads == reg.threads
-    grid = re.search(r"dim3\s+grid\s*\(\s*sgemm_cdiv\(\s*(\w+)\s*,([^;]*)\)\s*,\s*sgemm_cdiv\(\s*(\w+)\s*,"
-                     r"([^;]*)\)\s*\)\s*;", launcher)
-    if grid:
-        x_dim, x_step, y_dim, y_step = grid.groups()
-        steps = {x_dim: registration.evaluate(x_step, defines), y_dim: registration.evaluate(y_step, defines)}
-        assert steps == {"M": reg.bm, "N": reg.bn}
-        assert y_dim == ("N" if reg.y_walks_n else "M")
-
-
-def test_derived_fields_follow_the_registration():
-    for k in CUDA:
-        reg = k.registration
-        assert (k.symbol, k.threads) == (reg.symbol, reg.threads)
-        assert k.tile == ((reg.bm, reg.bn, reg.bk) if reg.bk else None)
-        assert k.multiple_of == ((1, 4, 4) if reg.has("SGEMM_VEC4") else (1, 1, 1))
-        assert k.needs_sm90 == reg.has("SGEMM_SM90")
-    for k in kernels.KERNELS:
-        if k.impl != "cuda":
-            assert k.registration is None and k.needs_sm90 is False
-
-
-def test_an_entry_may_still_give_a_field_itself():
-    k = kernels.Kernel("KX", "cuda", "x", target="cuda:kx", threads=32, symbol="kx",
-                       source="cuda_kernels/k3_smem_tile.cu")
-    assert (k.target, k.threads, k.symbol) == ("cuda:kx", 32, "kx")
-    assert k.tile == kernels.get("K3").tile  # not given: from the file
-    assert dataclasses.replace(k, id="KY").threads == 32
-
-
-def test_comparing_kernels_reads_no_file(tmp_path):
-    bad = tmp_path / "bad.cu"
-    bad.write_text("// no registration here\n")
-    k = kernels.Kernel("KX", "cuda", "x", source=str(bad), symbol="bad", threads=32)
-    assert k == k and k != kernels.BASELINE and hash(k) == hash(k)
-    assert k in [kernels.BASELINE, k]
-    with pytest.raises(InputError, match=r"bad\.cu: no SGEMM_REGISTER line"):
-        _ = k.tile
-
-
-# ------------------------------------------------------------------ reading SGEMM_REGISTER
-
-
-def test_evaluator_reads_c_integer_expressions():
-    d = {"K6_BM": "32", "K6_TM": "8", "K6_ROWS": "(K6_BM / K6_TM)", "NEG": "-7", "V": "1", "S": "4"}
-    assert registration.evaluate("(K6_BM / K6_TM)", d) == 4
-    assert registration.evaluate("K6_BM * K6_ROWS + 2 * (3 - 1)", d) == 132
-    # C truncation
-    assert registration.evaluate("NEG / 2", d) == -3 and registration.evaluate("NEG % 2", d) == -1
-    assert registration.evaluate("V | S", d) == 5 and registration.evaluate("1 + 2 | 4", d) == 7
-    assert registration.evaluate("0x10 + 010 + 4u + 2UL", d) == 30
-
-
-@pytest.mark.parametrize("junk, why", [
-    ("__import__('os').system('true')", "not an integer expression"),
-    ("32.0", "not an integer literal"),
-    ("1 << 2", "not an integer expression"),
-    ("2 ** 3", "unexpected"),
-    ("(1 + 2", "ends too early"),
-    ("1 2", "unexpected"),
-    ("", "empty"),
-    ("UNDEFINED", "UNDEFINED is not a #define"),
-    ("LOOP", "refers to itself"),
-    ("4 / (2 - 2)", "division by zero"),
-    ("sizeof(float)", "sizeof is not a #define"),
-])
-def test_evaluator_refuses_junk(junk, why):
-    with pytest.raises(InputError, match=re.escape(why)):
-        registration.evaluate(junk, {"LOOP": "LOOP + 1"}, "here")
-
-
-def _cu(tmp_path, body: str) -> Path:
-    (tmp_path / "common.cuh").write_text((cuda_kernels.SOURCE_DIR / "common.cuh").read_text())
-    path = tmp_path / "kx.cu"
-    path.write_text('#include "common.cuh"\n' + body)
-    return path
-
-
-def test_registration_reads_defines_continuations_and_flags(tmp_path):
-    path = _cu(tmp_path, (
-        "#define KX_BM 64  // rows\n#define KX_BN (2 * \\\n  KX_BM)\n#define KX_F(x) (x)\n"
-        'const char *s = "SGEMM_REGISTER(";  /* SGEMM_REGISTER( in a comment */\n'
-        "SGEMM_REGISTER(kx, KX_BM, KX_BN, 16, KX_BM * 4, SGEMM_VEC4 | SGEMM_SM90);\n"))
-    reg = registration.read_registration(path)
-    assert reg.facts == ("kx", 64, 128, 16, 256, reg.bits["SGEMM_VEC4"] | reg.bits["SGEMM_SM90"])
-    assert reg.multiple_of == (1, 4, 4) and reg.needs_sm90 and not reg.y_walks_n
-    assert reg.tile == (64, 128, 16) and reg.target == "cuda:kx"
-
-
-@pytest.mark.parametrize("body, why", [
-    ("// SGEMM_REGISTER(kx, 1, 1, 0, 1, 0)\n", "no SGEMM_REGISTER line"),
-    ("SGEMM_REGISTER(a, 1, 1, 0, 1, 0)\nSGEMM_REGISTER(b, 1, 1, 0, 1, 0)\n",
-     "2 SGEMM_REGISTER lines, where one"),
-    ("SGEMM_REGISTER(a, 1, 1, 0, 1, 0)\nSGEMM_REGISTER(a, 2, 1, 0, 1, 0)\n", "names a more than once"),
-    ("SGEMM_REGISTER(a, 1, 1, 0, 1)\n", "takes 6 arguments"),
-    ("SGEMM_REGISTER(\"a\", 1, 1, 0, 1, 0)\n", "first argument must be the kernel's name"),
-    ("SGEMM_REGISTER(a, 0, 1, 0, 1, 0)\n", "BM, BN, THREADS >= 1"),
-    ("SGEMM_REGISTER(a, 1, 1, 0, 1, 64)\n", "bits that no SGEMM_* flag names"),
-    ("SGEMM_REGISTER(a, KX_NOPE, 1, 0, 1, 0)\n", "BM: KX_NOPE is not a #define"),
-])
-def test_registration_refuses_a_bad_file_by_name(tmp_path, body, why):
-    path = _cu(tmp_path, body)
-    with pytest.raises(InputError, match=re.escape(why)) as e:
-        registration.read_registration(path)
-    assert path.name in str(e.value)
-
-
-def test_a_missing_source_is_named():
-    with pytest.raises(InputError, match="cuda_kernels/nope.cu: no such file"):
-        registration.read_registration("cuda_kernels/nope.cu")
-
-
-# ------------------------------------------------------------------ what nvcc builds
-
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None,
-                                reason="needs nvcc on PATH to compile the kernels")
-
-PRINT_REGISTRATIONS = """
-#include <cstdio>
-#include "common.cuh"
-int sgemm_register_kernel(const SgemmKernelInfo &k) {
-    std::printf("%s %d %d %d %d %d\\n", k.symbol, k.bm, k.bn, k.bk, k.threads, k.flags);
-    return 0;
-}
-int main() { return 0; }
-"""
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """Every .cu compiled on its own with ``nvcc -c -arch=sm_90``, in parallel: the device pass
-    (what ``nvcc -cubin`` does for the SASS tables) and the host pass (as in the extension). The
-    objects are linked with a stand-in for the bindings that prints what each SGEMM_REGISTER line
-    registered, and run (no GPU needed)."""
-    out = tmp_path_factory.mktemp("kernels")
-    inc = ["-I", str(cuda_kernels.SOURCE_DIR)]
-    sources = cuda_kernels.cu_sources()
-
-    def compile_one(src):
-        obj = out / f"{src.stem}.o"
-        r = subprocess.run(["nvcc", "-c", "-O3", "-arch=sm_90", *inc, "-o", str(obj), str(src)],
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, f"nvcc -c {src.name} failed:\n{r.stderr[-3000:]}"
-        return obj
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        objects = list(pool.map(compile_one, sources))
-    main = out / "print_registrations.cpp"
-    main.write_text(PRINT_REGISTRATIONS)
-    exe = out / "print_registrations"
-    r = subprocess.run(["nvcc", "-arch=sm_90", *inc, "-o", str(exe), str(main), *map(str, objects)],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, f"linking the kernels failed:\n{r.stderr[-3000:]}"
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    facts = []
-    for line in run.stdout.split("\n"):
-        if line:
-            sym, *nums = line.split()
-            facts.append((sym, *map(int, nums)))
-    return {"dir": out, "facts": facts}
-
-
-@needs_nvcc
-def test_every_cu_compiles_and_registers_what_python_reads(built):
-    facts = built["facts"]
-    assert len(facts) == len(cuda_kernels.cu_sources())  # one registration per file
-    assert sorted(facts) == sorted(registration.read_registration(p).facts for p in cuda_kernels.cu_sources())
-    for k in CUDA:
-        assert k.registration.facts in facts
-
-
-@needs_nvcc
-@pytest.mark.parametrize("k", CUDA, ids=lambda k: k.id)
-def test_sass_holds_the_symbol_and_the_tile(built, k):
-    """The kernel's sm_90 code holds one function, the registered symbol; its main loop does the
-    FMAs of one phase: outputs per thread (BM x BN / THREADS, over the threads that own outputs
-    where a warp-specialised kernel's producer warps own none) x BK, and a kernel with no K-tile
-    (BK = 0) touches no shared memory there."""
-    from study.toolchain import sass, tools
-
-    if tools.find_cuobjdump() is None:
-        pytest.skip("needs cuobjdump to read SASS")
-    obj = built["dir"] / f"{Path(k.source).stem}.o"
-    funcs = sass.parse_sass(tools.run_cuobjdump(str(obj), "-sass"))
-    # the registered symbol, and any instantiations of it (KD: one kernel per row tile)
-    assert k.symbol in funcs and all(f == k.symbol or f.startswith(k.symbol + "_") for f in funcs)
-    loop = sass.loop_histogram(funcs[k.symbol])
-    reg = k.registration
-    if reg.bk:
-        assert loop["loop_FFMA"] == reg.bm * reg.bn * reg.bk // (k.compute_threads or reg.threads)
-    elif k.meant_for is None:
-        assert loop["loop_FFMA"] > 0 and loop["loop_LDS"] == 0 and loop["loop_STS"] == 0
-    else:  # the decode rung streams B with 128-bit loads (A is staged in shared memory)
-        assert loop["loop_FFMA"] > 0 and loop["loop_LDG128"] > 0 and loop["loop_LDG32"] == 0
-
-
 # ------------------------------------------------------------------ counted ledgers
 
 
@@ -328,20 +88,20 @@ def test_counted_takes_keywords_only():
         kernels.Counted(0, 0, 1, 2, 2, 1, 1, 1)  # eight bare numbers: too easy to misplace
 
 
-COUNTED = [k for k in kernels.KERNELS if k.counted]
+COUNTED = [(k, p) for k in kernels.KERNELS for p in (k.paths or [k]) if p.counted]  # T1: no .cu path
 
 
-@pytest.mark.parametrize("k", COUNTED, ids=lambda k: k.id)
-def test_counts_agree_with_the_tile(k):
-    c = k.counted
+@pytest.mark.parametrize("k, path", COUNTED, ids=lambda x: getattr(x, "symbol", None) or x.id)
+def test_counts_agree_with_the_tile(k, path):
+    c = path.counted
     # every output takes one FMA per k, so a phase holds outputs x phase_k FMAs per thread
     assert c.fma_per_phase == c.outputs * c.phase_k
-    if k.tile and k.impl == "cuda":  # T1's (32, 32, 1) is a launch tile: no shared-memory reuse
-        bm, bn, bk = k.tile
+    if path.tile and k.impl == "cuda":  # T1's (32, 32, 1) is a launch tile: no shared-memory reuse
+        bm, bn, bk = path.tile
         assert bk == c.phase_k
         # the counts are per thread that owns outputs (a warp-specialised kernel: per consumer)
-        threads = k.compute_threads or k.threads
-        assert threads <= k.threads and threads % 32 == 0
+        threads = path.compute_threads or path.threads
+        assert threads <= path.threads and threads % 32 == 0
         # the block's threads together own the block tile ...
         assert c.outputs * threads == bm * bn
         # ... and together load the A (BM x BK) and B (BK x BN) tiles once per phase
@@ -375,6 +135,15 @@ SEED = {
     # elements in 10 LDG.128
     "K6": (F(1, 32), F(2, 32), F(10, 1024), F(40, 32), 128, 128, None),
 }
+
+
+@pytest.mark.parametrize("k, path", [(k, p) for k, p in COUNTED if k.impl == "cuda" and not p.tile],
+                         ids=lambda x: getattr(x, "symbol", None) or x.id)
+def test_counts_of_a_path_without_a_k_tile_cover_its_block(k, path):
+    """A path that stages no K-tile of B (K1, K2, KD's streaming GEMV): its threads together own
+    the block's BM x BN outputs, as its SGEMM_REGISTER line states them."""
+    reg = next(r for r in k.registrations if r.symbol == path.symbol)
+    assert path.counted.outputs * (path.compute_threads or path.threads) == reg.bm * reg.bn
 
 
 @pytest.mark.parametrize("kid", SEED)

@@ -238,21 +238,6 @@ def test_missing_results_is_an_input_error(tmp_path):
         report.render(tmp_path)
 
 
-def test_the_renderer_imports_no_arithmetic():
-    """The report's modules read tables: none imports the ledger or model arithmetic."""
-    import ast
-
-    for path in (REPO / "study" / "report").rglob("*.py"):
-        if path.name == "__main__.py":  # the CLI: derive, then render
-            continue
-        tree = ast.parse(path.read_text())
-        names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-        names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-        names += [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                  for a in n.names]
-        assert not [m for m in names if m.startswith("study.derive")], path
-
-
 def test_import_touches_no_gpu_library():
     code = "import sys, study.report; sys.exit('torch' in sys.modules or 'triton' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0

@@ -19,7 +19,8 @@ import pytest
 import torch
 
 from study import derive, report, run
-from study.derive import ledgers, tables
+from study.derive import experiment_tables as tables
+from study.derive import ledgers
 from study.errors import InputError
 from study.measure import bench
 from study.rundata import rundir

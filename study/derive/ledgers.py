@@ -259,6 +259,18 @@ def _positive_number(v) -> float | None:
     return f if math.isfinite(f) and f > 0 else None
 
 
+def row_path(row, k: Kernel, cc: str | None):
+    """The path (``Kernel.paths``) a timed row of ``k`` ran: the one its ``symbol`` names, where the
+    row recorded one the registry knows, else the one ``Kernel.path_for`` names at the row's shape
+    on a device of capability ``cc``; None for a kernel without paths (cuBLAS)."""
+    paths = k.paths
+    if len(paths) <= 1:
+        return paths[0] if paths else None
+    named = row.get("symbol")
+    hit = [p for p in paths if isinstance(named, str) and p.symbol == named]
+    return hit[0] if hit else k.path_for(int(row["M"]), int(row["N"]), int(row["K"]), cc)
+
+
 def _row_tile(row, k: Kernel) -> tuple[float, float, float] | None:
     """Block tile (BM, BN, BK) of a row: BM/BN (and BK) columns of the times (an autotuned
     pick) or the registry's. A BM or BN that is not a positive number counts as missing."""
@@ -334,7 +346,8 @@ def ledger_table(
             "cadence_sampled": cadence(M, N, K, ms, gpu.sms, f_s) if pd.notna(f_s) else NAN,
         }
         out.update(dict.fromkeys(INSTRUCTION_COLUMNS + BYTE_COLUMNS + MODEL_COLUMNS, NAN))
-        c = k.counted
+        path = row_path(r, k, gpu.cc)
+        c = path.counted if path is not None else k.counted
         if c is not None:
             lpf = loads_per_fma(c)
             rq = req_per_fma(c)

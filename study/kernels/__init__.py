@@ -15,7 +15,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from study.errors import InputError
-from study.kernels.kernel import Counted, Kernel, KernelPath, check_cuda_operands  # noqa: F401
+from study.kernels.kernel import Counted, Kernel, KernelPath, PathFacts, check_cuda_operands  # noqa: F401
 
 
 def _t(bm, bn, bk=32):
@@ -40,6 +40,27 @@ def _tl_dot_pair(tid: str, twin: str, module: str, bm: int, bn: int, *, threads:
         _tl_dot(tid + "p", twin, f"twin of {of}, software-pipelined", module, _t(bm, bn), threads=threads,
                 stages=3),
     )
+
+
+def _kd_stream(*, mt: int, tx: int, tg: int, unroll: int) -> PathFacts:
+    """The counts of one streaming GEMV kernel of KD (``kd_gemv_stream.cu``) at MT rows, TX column
+    threads, TG k-groups and UNROLL 4-k steps in flight."""
+    ldg = 4 * unroll + Fraction(mt * unroll, tx)  # LDG.128 of B, then of A's staged chunk
+    return PathFacts(counted=Counted(
+        lds_dist=0, lds_bcast=Fraction(mt, 4), fma_per_k=4 * mt, ldg_per_phase=ldg, elems_per_phase=4 * ldg,
+        fma_per_phase=16 * mt * unroll, outputs=Fraction(4 * mt, tg), phase_k=4 * tg * unroll, lds_bits=128,
+        ldg_bits=128))
+
+
+def _kd_tiled(*, bm: int, bn: int = 144, bk: int = 64, gk: int = 16, consumers: int = 256) -> PathFacts:
+    """The counts of one tiled decode GEMM kernel of KD (``kd_gemm_tiled.cu``) at BM rows, per
+    consumer thread: 9 columns and BM / 4 rows a lane, GK values of k a group and stage."""
+    tm = bm // 4
+    return PathFacts(compute_threads=consumers, counted=Counted(
+        lds_dist=3, lds_bcast=tm // 4, fma_per_k=9 * tm, ldg_per_phase=Fraction(1 + bk // gk, consumers),
+        elems_per_phase=Fraction((bm + bn) * bk, consumers), fma_per_phase=Fraction(bm * bn * bk, consumers),
+        outputs=Fraction(bm * bn, consumers), phase_k=bk, lds_bits=128, ldg_bits=32 * bm * bk,
+        ldg_bits_b=32 * gk * bn))
 
 
 # K13's counts per thread that owns outputs, K14's per consumer thread (the same tile and main
@@ -164,13 +185,29 @@ KERNELS: tuple[Kernel, ...] = (
     ),
     # Beside the ladder: a rung for one family of shapes (``meant_for``).
     Kernel(
-        "KD", "cuda", "decode rung: M < 9 streams B once with 128-bit loads (K over 16 k-groups per block at "
-        "M = 1, 8 above); M >= 9 on sm_90 in tiles of 16 or 32 rows x 144 columns, one block per SM, a "
-        "producer warp group's tensor copies (A transposed by three of its warps) through 4 shared-memory "
-        "stages for 8 consumer warps, 4 groups along K that each wait for their own rows of B (setmaxnreg "
-        "gives them its registers), the work cut evenly over the blocks (stream-K); K splits summed in a "
-        "fixed order",
-        source="cuda_kernels/kd_decode_gemv.cu", meant_for="decode",
+        "KD", "cuda", "decode rung: for M up to 8 a streaming GEMV reads B once with 128-bit loads (rows "
+        "of 1, 2, 4 or 8, K over the k-groups of a block and split across blocks); from M = 9 on sm_90 "
+        "a tiled GEMM of 16 or 32 rows x 144 columns, one block per SM, a producer warp group's tensor "
+        "copies (A transposed by three of its warps) through 4 shared-memory stages for 8 consumer warps "
+        "in 4 groups along K that each wait for their own rows of B (setmaxnreg gives them its "
+        "registers), the work cut evenly over the blocks (stream-K); K splits summed in a fixed order",
+        source=("cuda_kernels/kd_gemv_stream.cu", "cuda_kernels/kd_gemm_tiled.cu"), meant_for="decode",
+        per_path={
+            # the streaming GEMV: per thread, a phase is the block's chunk of A, 4 TG UNROLL values of
+            # k; the thread's UNROLL float4 of A's rows (LDS.128, one per MT rows and 4 k) meet its
+            # 4 x UNROLL LDG.128 of B (4 columns, 4 k each), and it stages MT UNROLL / TX float4 of A;
+            # the block's MT x 4 TX outputs are its TX TG threads' (4 MT / TG each)
+            "kd_gemv_m1": _kd_stream(mt=1, tx=8, tg=16, unroll=4),
+            "kd_gemv_m2": _kd_stream(mt=2, tx=16, tg=8, unroll=2),
+            "kd_gemv_m4": _kd_stream(mt=4, tx=16, tg=8, unroll=2),
+            "kd_gemv_m8": _kd_stream(mt=8, tx=16, tg=8, unroll=2),
+            # the tiled GEMM, per consumer thread (256 of 384): a stage is 64 values of k, 16 per
+            # group along K; per k a lane's BM / 4 rows (LDS.128 of At) meet its 9 columns of B
+            # (2 LDS.128 and an LDS.32); per stage the block's tensor copies are A's BM x 64 box and
+            # B's four 16 x 144 boxes
+            "kd_gemm_m16": _kd_tiled(bm=16),
+            "kd_gemm_m32": _kd_tiled(bm=32),
+        },
     ),
     # Triton twins: same block tile and threads per block as their CUDA kernel.
     Kernel(

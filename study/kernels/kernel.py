@@ -53,6 +53,16 @@ class Counted:
     sts_ways_b: int = 1
 
 
+@dataclass(frozen=True, kw_only=True)
+class PathFacts:
+    """What a registry entry says of one path of a kernel of several: its counted ledger inputs and
+    the threads of a block that own outputs (``Kernel.compute_threads``), where they differ from
+    path to path."""
+
+    counted: Counted | None = None
+    compute_threads: int | None = None
+
+
 @dataclass(frozen=True)
 class KernelPath:
     """One function a kernel launches: the kernel's id, the file that holds the function, and what
@@ -69,11 +79,13 @@ class KernelPath:
     needs_sm90: bool = False
     bm: int | None = None  # rows of C one block computes (CUDA: the registration's BM)
     counted: Counted | None = None
+    compute_threads: int | None = None  # the threads that own outputs, where fewer than ``threads``
 
     @classmethod
-    def of(cls, kid: str, reg: Registration, counted: Counted | None) -> KernelPath:
+    def of(cls, kid: str, reg: Registration, counted: Counted | None,
+           compute_threads: int | None = None) -> KernelPath:
         return cls(kid, reg.source, reg.symbol, reg.tile, reg.threads, reg.multiple_of, reg.needs_sm90,
-                   reg.bm, counted)
+                   reg.bm, counted, compute_threads)
 
     def runs_on(self, cc: str | float | None) -> bool:
         """Whether a device of compute capability ``cc`` ("9.0") can run it; None: any device."""
@@ -147,8 +159,9 @@ class Kernel:
     # kernel's consumer warps (its producer warps issue the copies and own none). ``counted`` is
     # per such thread. None: every thread.
     compute_threads: int | None = None
-    # a kernel of several paths: path symbol -> its counted ledger inputs (``counted`` is then None)
-    path_counts: dict[str, Counted] = field(default_factory=dict, hash=False, compare=False)
+    # a kernel of several paths: path symbol -> what the entry says of that path (``counted`` and
+    # ``compute_threads`` then hold for the paths it does not name)
+    per_path: dict[str, PathFacts] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -176,16 +189,18 @@ class Kernel:
         registry's symbol for a Triton kernel, none for cuBLAS."""
         regs = self.registrations
         if regs:
-            unknown = sorted(set(self.path_counts) - {r.symbol for r in regs})
+            unknown = sorted(set(self.per_path) - {r.symbol for r in regs})
             if unknown:
-                raise InputError(f"{self.id}: counts given for {', '.join(unknown)}, which no "
+                raise InputError(f"{self.id}: facts given for {', '.join(unknown)}, which no "
                                  "SGEMM_REGISTER line of its sources names")
-            counts = self.path_counts
-            return tuple(KernelPath.of(self.id, r, counts.get(r.symbol, self.counted)) for r in regs)
+            own = PathFacts(counted=self.counted, compute_threads=self.compute_threads)
+            facts = {r.symbol: self.per_path.get(r.symbol, own) for r in regs}
+            return tuple(KernelPath.of(self.id, r, facts[r.symbol].counted, facts[r.symbol].compute_threads)
+                         for r in regs)
         if self.impl == "triton" and self.symbol:
             return (KernelPath(self.id, self.sources[0] if self.sources else "", self.symbol, self.tile,
                                self.threads, self.multiple_of, False, self.tile[0] if self.tile else None,
-                               self.counted),)
+                               self.counted, self.compute_threads),)
         return ()
 
     def path_for(self, M: int, N: int = 1, K: int = 1, cc: str | float | None = None) -> KernelPath | None:

@@ -219,14 +219,16 @@ def find_loops(instrs: Sequence[Instr]) -> list[tuple[int, int]]:
 
 def main_loop(instrs: Sequence[Instr]) -> list[Instr]:
     """The body of the innermost loop with the most FFMA (ties: the shortest); [] when there is
-    no loop. Innermost: it holds no other loop with FFMA (a persistent kernel's loop over tiles
-    holds the main loop, and more FFMA than it: its peeled phases)."""
+    no loop. Innermost: it overlaps no shorter loop with FFMA (a persistent kernel's loop over
+    tiles holds the main loop, and more FFMA than it: its peeled phases; where the compiler lays a
+    loop's back edge out past an inner loop's start, the two spans overlap without nesting, and
+    the shorter is the inner one)."""
     def ffma(start: int, end: int) -> int:
         return sum(1 for ins in instrs[start : end + 1] if ins.base == "FFMA")
 
     loops = [(s, e) for s, e in find_loops(instrs) if ffma(s, e)]
     inner = [(s, e) for s, e in loops
-             if not any((s2, e2) != (s, e) and s <= s2 and e2 <= e for s2, e2 in loops)]
+             if not any((s2, e2) != (s, e) and s2 <= e and s <= e2 and e2 - s2 < e - s for s2, e2 in loops)]
     best = max(inner, key=lambda se: (ffma(*se), -(se[1] - se[0])), default=None)
     return list(instrs[best[0] : best[1] + 1]) if best else []
 
