@@ -33,8 +33,8 @@ work inside a divergent region, so its warp's other 31 lanes wait at the reconve
 and the warp issues no FMA meanwhile. The other warps can run ahead of that warp only until a
 full barrier whose copies it has not yet issued, so the block goes at its pace, and the wait adds
 to the instruction stream as a load wait does (not to the DRAM term). It is priced at ``L_glob``:
-an assumption, with one kernel as evidence (K13's time exceeds its issue term by about 1.4
-``L_glob`` a phase), not a constant of its own. The stage ring's lookahead (STAGES - LAG phases)
+an assumption, with one kernel as evidence (K13, whose time exceeds its issue term by about that
+much a phase: docs/bounds.md), not a constant of its own. The stage ring's lookahead (STAGES - LAG phases)
 hides the copies' latency, not this wait, which is the issuing warp's own. A warp-specialised
 kernel has none (K14: its producer warps own no outputs, ``Kernel.compute_threads``): the wait
 holds no FMA warp.

@@ -223,9 +223,9 @@ KERNELS: tuple[Kernel, ...] = (
         counted=Counted(lds_dist=0, lds_bcast=0, fma_per_k=1, ldg_per_phase=2, elems_per_phase=2,
                         fma_per_phase=1, outputs=1, phase_k=1),
         notes="Triton has no way to say which thread owns which element: the compiler picks the "
-        "mapping, so neither K1's nor K2's can be asked for. On the H200 with Triton 3.6 it picked "
-        "K1's: Nsight Compute reads 33.00 32-byte sectors per warp FMA (K1's 32 + 1; K2 reads "
-        "5.00) and T1 runs in K1's time (`python -m study.profile --kernels T1,K1,K2`).",
+        "mapping, so neither K1's nor K2's can be asked for; which one it got shows in the 32-byte "
+        "global sectors per warp FMA Nsight Compute reads (32 + 1 in K1's pattern, 1 + 4 in K2's; "
+        "`python -m study.profile --kernels T1,K1,K2`) and in T1's time beside K1's and K2's.",
     ),
     *_tl_dot_pair("T3", "K3", "triton_kernels.t3_smem_tile", 32, 32, threads=1024),
     *_tl_dot_pair("T3c", "K3c", "triton_kernels.t3c_coarsened", 32, 128, threads=1024),

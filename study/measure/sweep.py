@@ -135,12 +135,9 @@ class SweepBench:
     :mod:`study.sweep_cuda`) measure on it; ``common`` is what every row of theirs carries."""
 
     def __init__(self, shape, path: Path, columns: list[str], target_s: float, common: dict):
-        import torch
-
         from study.measure import baseline, bench, device
-        from study.rundata.results import ResultsFile, git_commit, timestamp
+        from study.rundata.results import ResultsFile, git_commit
 
-        self.torch, self.bench, self.timestamp = torch, bench, timestamp
         self.shape, self.target_s = shape, target_s
         baseline.pin_fp32()
         self.gpu = device.from_device()
@@ -159,19 +156,25 @@ class SweepBench:
 
     def time_cublas(self, target_s: float | None = None, **label) -> float:
         """Time cuBLAS at the shape; its row (``label`` added) and the time the next rows compare to."""
-        torch = self.torch
-        t = self.bench.time_cuda(lambda: torch.matmul(self.a, self.b, out=self.c), self.flush,
-                                 target_s=target_s or self.target_s)
+        import torch
+
+        from study.measure import bench
+        from study.rundata.results import timestamp
+
+        t = bench.time_cuda(lambda: torch.matmul(self.a, self.b, out=self.c), self.flush,
+                            target_s=target_s or self.target_s)
         self.cublas_ms = t.ms
         self.file.append({**self.common, **label, "round": "cublas", "status": "ok", "ms": t.ms,
                           "p20_ms": t.p20_ms, "p80_ms": t.p80_ms, "reps": t.reps,
                           "tflops": self.flops() / t.ms / 1e9, "cublas_ms": t.ms, "pct_cublas": 100.0,
-                          "timestamp": self.timestamp()})
+                          "timestamp": timestamp()})
         return t.ms
 
     def timed(self, row: dict, launch, target_s: float | None = None) -> None:
         """``row`` gains the time of ``launch`` (already checked against the reference)."""
-        t = self.bench.time_cuda(launch, self.flush, target_s=target_s or self.target_s)
+        from study.measure import bench
+
+        t = bench.time_cuda(launch, self.flush, target_s=target_s or self.target_s)
         row.update(status="ok", ms=t.ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, reps=t.reps,
                    tflops=self.flops() / t.ms / 1e9, cublas_ms=self.cublas_ms,
                    pct_cublas=100.0 * self.cublas_ms / t.ms)
@@ -185,13 +188,17 @@ class Sweep(SweepBench):
                          {"triton": triton.__version__})
 
     def measure(self, rnd: str, cfg: tuple, compiled: tuple, target_s: float | None = None) -> dict:
+        import torch
+
+        from study.measure import bench
+        from study.rundata.results import timestamp
         from triton_kernels.tile import even_k, tiled_matmul_kernel
 
         bm, bn, bk, warps, stages, group_m, maxnreg = cfg
         status, regs, spills = compiled
         row = {**self.common, "round": rnd, "BM": bm, "BN": bn, "BK": bk, "num_warps": warps,
                "num_stages": stages, "GROUP_M": group_m, "maxnreg": maxnreg or "", "status": status,
-               "regs": regs, "spills": spills, "timestamp": self.timestamp()}
+               "regs": regs, "spills": spills, "timestamp": timestamp()}
         if status == "compiled":
             M, N, K = self.shape
             a, b, c = self.a, self.b, self.c
@@ -207,10 +214,10 @@ class Sweep(SweepBench):
             try:
                 c.fill_(float("nan"))
                 launch()
-                self.torch.cuda.synchronize()
-                err = self.bench.relative_error(c, self.ref)
+                torch.cuda.synchronize()
+                err = bench.relative_error(c, self.ref)
                 row["rel_err"] = err
-                if not err <= self.bench.TOLERANCE:
+                if not err <= bench.TOLERANCE:
                     row["status"] = "wrong result"
                 else:
                     self.timed(row, launch, target_s)

@@ -192,28 +192,37 @@ class Cubin:
 
 class Sweep(SweepBench):
     def __init__(self, kernel, shape, out: Path, target_s: float):
+        from study.measure import bench
+
         super().__init__(shape, RunDir(out).file(rundir.SWEEP_CUDA), COLUMNS, target_s, {"kernel": kernel.id})
         self.kernel = kernel
-        self.small = self.bench.random_inputs(*CHECK_SHAPE, seed=1)
+        self.small = bench.random_inputs(*CHECK_SHAPE, seed=1)
         self.small_ref = self.small[0].double() @ self.small[1].double()
 
     def time_cublas(self, target_s: float | None = None) -> float:
         return super().time_cublas(target_s, kernel=registry.BASELINE.id)
 
     def _error(self, cubin: Cubin, reg, smem: int, a, b, ref) -> float:
-        c = self.bench.poisoned(a.shape[0], b.shape[1])
+        import torch
+
+        from study.measure import bench
+
+        c = bench.poisoned(a.shape[0], b.shape[1])
         grid = (-(-b.shape[1] // reg.bn), -(-a.shape[0] // reg.bm))
         cubin.launcher(a, b, c, grid, reg.threads, smem)()
-        self.torch.cuda.synchronize()
-        return self.bench.relative_error(c, ref)
+        torch.cuda.synchronize()
+        return bench.relative_error(c, ref)
 
     def measure(self, rnd: str, values: dict, compiled: tuple, target_s: float | None = None) -> dict:
+        from study.measure import bench
+        from study.rundata.results import timestamp
+
         path, status, regs, spills = compiled
         k = self.kernel
         reg = with_overrides(k.source, defines(k, values))
         smem = smem_bytes(k, values)
         row = {**self.common, "round": rnd, **values, "threads": reg.threads, "smem": smem,
-               "status": status, "regs": regs, "spills": spills, "timestamp": self.timestamp()}
+               "status": status, "regs": regs, "spills": spills, "timestamp": timestamp()}
         if status != "compiled":
             self.file.append(row)
             return row
@@ -223,7 +232,7 @@ class Sweep(SweepBench):
             err = max(self._error(cubin, reg, smem, *self.small, self.small_ref),
                       self._error(cubin, reg, smem, self.a, self.b, self.ref))
             row["rel_err"] = err
-            if not err <= self.bench.TOLERANCE:
+            if not err <= bench.TOLERANCE:
                 row["status"] = "wrong result"
             else:
                 M, N, _ = self.shape

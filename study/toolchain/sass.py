@@ -19,7 +19,7 @@ Conventions, fixed here once:
   inside, for K1/K2 the (unrolled) k loop.
 * Spills: ``spills`` is the local memory a kernel reserves, in bytes per thread: STACK + LOCAL of
   ``cuobjdump -res-usage`` on its cubin, read the same way for CUDA and Triton kernels. ptxas
-  puts register spill slots in the stack frame (Triton's T5p under Triton 3.9: STACK 24); a
+  puts register spill slots in the stack frame (a Triton kernel that spills shows STACK); a
   local array indexed at run time would also live there, and none of the project's kernels
   has one. The instructions that move data to and from local memory are counted as ``LDL``
   and ``STL`` (``loop_LDL``/``loop_STL`` in the main loop): for these kernels spills > 0 exactly
