@@ -28,6 +28,7 @@ class Point:
     N: int
     K: int
     ld: int | None = None  # leading dimension of A, B and C; None: contiguous
+    pass_no: int = 1  # which pass of the run measures it (``PASSES``): 1 for every point, more for some
 
 
 class Shape(tuple):
@@ -74,6 +75,11 @@ EXPERIMENTS: dict[str, str] = {
 }
 # E5 (SASS) needs no GPU and E6 (clocks) is recorded with every timing: both always run.
 DEFAULT = tuple(EXPERIMENTS)
+# The headline comparisons (the main table, the ladder's steps, the twins, decode) are measured in
+# this many passes, each in its own kernel order; every other point once. A margin between two
+# kernels is a result only where their spread across passes separates them (docs/method.md#spread).
+PASSES = 3
+REPEATED = {"main": None, "shapes": ("square", "decode_b32", "decode_b1")}  # None: every label
 SIZES = (1024, 2048, 4096, 8192)
 
 # Checking, before anything is timed: small odd shapes against a float64 product, and the
@@ -160,6 +166,26 @@ def stride_shapes(kernels) -> list[tuple[int, int, int]]:
             if s is not None and s not in shapes:
                 shapes.append(s)
     return sorted(shapes)
+
+
+def repeated(p: Point) -> bool:
+    """Whether ``p`` is one of the headline points measured in every pass (``REPEATED``)."""
+    labels = REPEATED.get(p.experiment, ())
+    return labels is None or p.label in labels
+
+
+def pass_order(kernels, pass_no: int) -> list:
+    """The kernels in the order pass ``pass_no`` measures them: the given order in pass 1, reversed
+    in pass 2, a fixed shuffle (seeded by the pass number) after that, so that no kernel is always
+    timed just after the same other one."""
+    import random
+
+    order = list(kernels)
+    if pass_no == 2:
+        order.reverse()
+    elif pass_no > 2:
+        random.Random(pass_no).shuffle(order)
+    return order
 
 
 def parse(spec: str | None) -> list[str]:

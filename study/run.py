@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "reports"  # the reference run, committed
 DEFAULT_OUT = "out"  # ignored by git: no command dirties a clean checkout
 TARGET_S = 0.3
+MAX_PASSES = 9
 
 
 def build_parser() -> cli.Parser:
@@ -48,6 +49,8 @@ def build_parser() -> cli.Parser:
     p.add_argument("--no-sass", action="store_true", help="skip the SASS ledger")
     p.add_argument("--no-report", action="store_true", help="skip REPORT.md and the figures")
     p.add_argument("--target-s", help=f"timed seconds per measurement (default {TARGET_S})")
+    p.add_argument("--passes", help=f"passes over the headline comparisons (default {experiments.PASSES}; "
+                   "each its own kernel order)")
     return p
 
 
@@ -78,6 +81,9 @@ class Plan:
 
             self.arch = arch.parse_sm(a.arch)
         self.target_s = cli.positive_float(a.target_s, "--target-s") if a.target_s is not None else TARGET_S
+        self.passes = cli.positive_int(a.passes, "--passes") if a.passes is not None else experiments.PASSES
+        if self.passes > MAX_PASSES:
+            raise InputError(f"--passes {self.passes}: at most {MAX_PASSES}")
         self.resume, self.no_sass, self.no_report = a.resume, a.no_sass, a.no_report
         self.out = cli.out_dir(a.out if a.out is not None else DEFAULT_OUT)
         self.given = {
@@ -89,6 +95,7 @@ class Plan:
             "--arch": a.arch is not None,
             "--no-sass": a.no_sass,
             "--target-s": a.target_s is not None,
+            "--passes": a.passes is not None,
         }
         if self.mode == "replay":
             if a.gpu is None:
@@ -109,7 +116,8 @@ class Plan:
     def offline(self) -> None:
         """No device: the flags that only a measurement uses mean nothing."""
         cli.refuse_flags(
-            {f: self.given[f] for f in ("--size", "--shape", "--experiments", "--resume", "--target-s")},
+            {f: self.given[f] for f in ("--size", "--shape", "--experiments", "--resume", "--target-s",
+                                        "--passes")},
             "without a GPU (nothing is measured; the recorded run is re-derived)",
         )
 
@@ -232,7 +240,7 @@ def measure(plan: Plan) -> int:
     done = results.done_keys(rows_file.path)
     todo = [
         (p, k)
-        for p, k in measuring.plan(live, plan.experiments, plan.main_shape)
+        for p, k in measuring.plan(live, plan.experiments, plan.main_shape, plan.passes)
         if measuring.key(p, k) not in done
     ]
     if done:

@@ -43,9 +43,9 @@ def test_measure_writes_rows_ledgers_model_and_report(no_device, tmp_path):
     assert run.measure(plan) == 0
     rows = pd.read_csv(tmp_path / "data" / "results.csv")
     # 5 kernels (K0 added) x 5 points (main, n = 4096, 4097, 4100 and 4097 on rows of 4112), less
-    # the 4 CUDA kernels at the padded point (contiguous operands only); K6 runs 4100^3 where the
-    # others run 4097^3
-    assert len(rows) == 5 * 5 - 4 and set(rows["gpu"]) == {"Test GPU"}
+    # the 4 CUDA kernels at the padded point (contiguous operands only), then the main point in two
+    # more passes; K6 runs 4100^3 where the others run 4097^3
+    assert len(rows) == 5 * 5 - 4 + 2 * 5 and set(rows["gpu"]) == {"Test GPU"}
     recorded = GPU.from_json(tmp_path / "data" / "gpu.json")
     assert recorded.read_gbps == pytest.approx(2**30 / 0.25e-3 / 1e9)  # 4294.97 GB/s
     assert rows.query("kernel == 'K6' and label == 'n=4097'")[["M", "N", "K"]].values.tolist() == [[4100] * 3]

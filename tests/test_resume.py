@@ -72,7 +72,7 @@ def test_reused_rows_keep_their_numbers(tmp_path):
     todo = plan()
     run_plan(todo[:3], fake_measure([]), rows, clocks, PROV)  # strides n=4096: K0, K1, K6
     memo = results.measured(rows.path)
-    r = memo[("K1", (4096, 4096, 4096))]["row"]
+    r = memo[("K1", (4096, 4096, 4096), 1)]["row"]  # (kernel, shape, pass)
     assert r["ms"] == 1.0 and r["rel_err"] == 1e-7 and r["config"] == ""
 
 

@@ -295,8 +295,8 @@ def test_the_memo_never_mixes_padded_and_contiguous(tmp_path):
     assert odd["ld"].isna().all() and (odd["ms"] == 1.0).all()
     # read back (--resume): the padded rows are keyed apart from the contiguous ones
     memo = results.measured(rows.path)
-    assert memo[("K0", (4097,) * 3)]["row"]["ms"] == 1.0
-    assert memo[("K0", experiments.Shape(4097, 4097, 4097, 4112))]["row"]["ms"] == 2.0
+    assert memo[("K0", (4097,) * 3, 1)]["row"]["ms"] == 1.0  # (kernel, shape, pass)
+    assert memo[("K0", experiments.Shape(4097, 4097, 4097, 4112), 1)]["row"]["ms"] == 2.0
     again = []
     measure.run_plan(todo, _fake(again), rows, clocks, PROV)
     assert again == []  # everything reused, each from its own storage

@@ -18,7 +18,7 @@ import pandas as pd
 
 from study.cli import say
 from study.derive import counters as counters_
-from study.derive import ledgers, model, validate
+from study.derive import ledgers, model, spread, validate
 from study.errors import InputError
 from study.rundata import results as results_io
 from study.rundata import rundir as rd_files
@@ -114,7 +114,9 @@ class Derivation:
             raise InputError(f"{rd.file(rd_files.RESULTS)}: no row has a time "
                              "(every kernel failed its check)")
         self.skipped: dict[str, list[str]] = {}
-        raw = ledgers.ledger_table(with_tile_columns(self.times), gpu)
+        # the ledgers describe each measurement by its median pass; the spread over the passes is
+        # the comparisons table's (spread.py)
+        raw = ledgers.ledger_table(with_tile_columns(spread.representatives(self.times)), gpu)
         if require_calibration:
             self.exact = model.calibrate_exact(raw)
         else:

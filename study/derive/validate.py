@@ -29,7 +29,7 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
     Rules: known kernel ids; positive whole dimensions within 32 bits; a leading dimension
     (``ld``, where a row has one: padded operands) that is a whole number no shorter than a row of
     A, B or C (at least K and N), for a kernel that takes padded operands; a shape the kernel accepts;
-    one row per (experiment, label, kernel, M, N, K) (per (kernel, M, N, K) without experiments);
+    one row per (experiment, label, pass, kernel, M, N, K) (per (kernel, M, N, K) without experiments);
     a time that is finite, positive and at most a day; no time faster than the GPU's FP32 peak;
     a row without a time only where the kernel failed its check (a ``rel_err`` above the tolerance,
     or NaN: a NaN output).
@@ -81,7 +81,7 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
         )
         if err:
             raise InputError(f"{where} {_line(i)}: {err}")
-    key = [c for c in ("experiment", "label") if c in rows.columns]
+    key = [c for c in ("experiment", "label", "pass") if c in rows.columns]
     keyed = pd.DataFrame({**{c: rows[c].astype(str) for c in key}, "kernel": kernel, **dims})
     dup = keyed.duplicated(keep="first")
     if dup.any():

@@ -19,7 +19,7 @@ from study.rundata import results
 def key(p, k) -> tuple:
     """The row key (``results.KEY``) of measuring ``k`` at ``p``; the label tells a padded point."""
     shape = experiments.shape_for(k, p)
-    return (p.experiment, p.label, k.id, *shape)
+    return (p.experiment, p.label, k.id, *shape, p.pass_no)
 
 
 def footprint_bytes(M: int, N: int, K: int) -> int:
@@ -40,12 +40,21 @@ def check_fits(shape: tuple[int, int, int], free_bytes: int) -> None:
         )
 
 
-def plan(kernels, experiment_names, main_shape) -> list:
-    """Every (point, kernel) the experiments ask for, in measuring order; a kernel that refuses a
-    point's storage (``experiments.refusal``: the CUDA kernels at the padded point) is left out,
-    and :func:`refused` names it."""
+def plan(kernels, experiment_names, main_shape, passes: int = experiments.PASSES) -> list:
+    """Every (point, kernel) the experiments ask for, in measuring order: pass 1 over every point
+    in the experiments' order, then passes 2 .. ``passes`` over the headline points
+    (``experiments.repeated``), each in its own kernel order (``experiments.pass_order``). A
+    kernel that refuses a point's storage (``experiments.refusal``: the CUDA kernels at the padded
+    point) is left out, and :func:`refused` names it."""
+    from dataclasses import replace
+
     points = [p for e in experiment_names for p in experiments.all_points(e, main_shape)]
-    return [(p, k) for p in points for k in kernels if experiments.refusal(k, p) is None]
+    todo = [(p, k) for p in points for k in kernels if experiments.refusal(k, p) is None]
+    for n in range(2, passes + 1):
+        order = experiments.pass_order(kernels, n)
+        todo += [(replace(p, pass_no=n), k) for p in points if experiments.repeated(p) for k in order
+                 if experiments.refusal(k, p) is None]
+    return todo
 
 
 def refused(kernels, experiment_names, main_shape=(4096, 4096, 4096)) -> list[tuple]:
@@ -60,10 +69,10 @@ def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -
 
     ``measure_fn(kernel, shape) -> {"row": ..., "samples": [(t, MHz), ...]}``; ``shape`` is an
     ``experiments.Shape``, whose ``ld`` says the storage (None: contiguous). A (kernel, shape)
-    that several experiments share is measured once and recorded under each of them, also
-    across a --resume (the rows already in ``rows_file`` count as measured). The memo is keyed by
-    (kernel, Shape): a measurement on padded storage is never reused for the contiguous shape,
-    nor the other way round.
+    that several experiments share is measured once per pass and recorded under each of them,
+    also across a --resume (the rows already in ``rows_file`` count as measured). The memo is keyed
+    by (kernel, Shape, pass): a measurement on padded storage is never reused for the contiguous
+    shape, nor the other way round, and no pass reuses another's.
     """
     from tqdm import tqdm
 
@@ -73,7 +82,7 @@ def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -
         shape = experiments.shape_for(k, p)
         bar.set_postfix_str(f"{p.experiment}:{p.label} {k.id} {shape[0]}x{shape[1]}x{shape[2]}"
                             + ("" if shape.ld is None else f" ld={shape.ld}"))
-        memo_key = (k.id, shape)  # an experiments.Shape: equal only on the same storage
+        memo_key = (k.id, shape, p.pass_no)  # an experiments.Shape: equal only on the same storage
         if memo_key not in memo:
             memo[memo_key] = measure_fn(k, shape)
         m = memo[memo_key]
@@ -82,6 +91,7 @@ def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -
             "ld": "" if shape.ld is None else shape.ld,
             "experiment": p.experiment,
             "label": p.label,
+            "pass": p.pass_no,
             **prov,
             "timestamp": results.timestamp(),
         }
@@ -92,6 +102,7 @@ def run_plan(todo, measure_fn, rows_file, clocks_file, prov: dict, guard=None) -
                     "run_id": prov.get("run_id", ""),
                     "experiment": p.experiment,
                     "label": p.label,
+                    "pass": p.pass_no,
                     "kernel": k.id,
                     "M": shape[0],
                     "N": shape[1],

@@ -20,13 +20,14 @@ from study.report.load import Run, load
 from study.report.md import gpu_name
 from study.report.sections.bounds import section_bounds
 from study.report.sections.counters import section_counters
-from study.report.sections.experiments import section_clocks, section_shapes, section_sizes, section_strides
+from study.report.sections.experiments import section_clocks, section_shapes, section_sizes
 from study.report.sections.ledgers import section_ledgers, section_model
 from study.report.sections.main import section_ladder, section_main, section_twins
 from study.report.sections.meta import section_figures, section_reproduce
 from study.report.sections.provenance import section_provenance
 from study.report.sections.sass import section_counted, section_sass
 from study.report.sections.seed import section_seed
+from study.report.sections.strides import section_strides
 
 # the figures are named ``study.report.<function>`` in the report: they live here too
 globals().update({fn.__name__: fn for fn in FIGURES.values()})

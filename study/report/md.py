@@ -15,8 +15,9 @@ from study.report.load import NOT_IN_RUN, Run
 from study.rundata.rows import by_kernel, experiment_rows  # noqa: F401
 
 __all__ = [
-    "NOT_IN_RUN", "by_kernel", "col", "config_text", "experiment_rows", "gpu_name", "md", "missing", "num",
-    "op_name", "prov", "prov_col", "ratio_range", "shape", "short", "spaced", "truthy",
+    "NOT_IN_RUN", "by_kernel", "col", "comparison", "config_text", "experiment_rows", "gpu_name", "md",
+    "missing", "num", "op_name", "prov", "prov_col", "ratio_range", "shape", "short", "spaced", "spread_text",
+    "truthy",
 ]
 
 
@@ -102,3 +103,26 @@ def op_name(column: str) -> str:
 
 def truthy(v) -> bool:
     return str(v).strip().lower() in ("true", "1", "yes")
+
+
+def comparison(run: Run, what: str, a: str, b: str, experiment: str = "main", label: str = "main"):
+    """The row of comparisons.csv for ``a`` against ``b`` (``what``: vs_baseline, step, twin) at one
+    point; None where the run has none."""
+    c = run.tables.get("comparisons")
+    if c is None:
+        return None
+    hit = c[(c["comparison"] == what) & (c["a"] == a) & (c["b"] == b) & (c["experiment"] == experiment)
+            & (c["label"].astype(str) == label)]
+    return hit.iloc[0] if len(hit) else None
+
+
+def spread_text(row, fmt: str = "{:.3f}×") -> str:
+    """A comparison as text: its median ratio and, over several passes, their min–max and the
+    verdict ("1.013× (1.009–1.016 over 3 passes: faster)")."""
+    if row is None:
+        return "–"
+    med = num(row["ratio"], fmt)
+    if not row["passes"] or row["passes"] < 2:
+        return f"{med} (one pass)"
+    return (f"{med} ({num(row['ratio_lo'], fmt)}–{num(row['ratio_hi'], fmt)} over {int(row['passes'])} "
+            f"passes: {row['verdict']})")

@@ -23,7 +23,7 @@ from study.rundata import tables
 MEASURED = [*tables.RESULTS_MEASURED]
 PROVENANCE = [*tables.RESULTS_PROVENANCE]
 COLUMNS = MEASURED + PROVENANCE
-KEY = ["experiment", "label", "kernel", "M", "N", "K"]
+KEY = ["experiment", "label", "kernel", "M", "N", "K", "pass"]
 CLOCK_COLUMNS = [*tables.T.clocks.columns]
 
 
@@ -169,8 +169,8 @@ def row_ld(row: dict) -> int | None:
 
 
 def measured(path: Path) -> dict[tuple, dict]:
-    """(kernel, Shape) -> the measured part of a row already in ``path``, for reuse. The shape is
-    an ``experiments.Shape`` carrying the row's ``ld``: equal to the plain (M, N, K) for a
+    """(kernel, Shape, pass) -> the measured part of a row already in ``path``, for reuse. The
+    shape is an ``experiments.Shape`` carrying the row's ``ld``: equal to the plain (M, N, K) for a
     contiguous row, and never for a padded one."""
     from study.experiments import Shape
 
@@ -182,14 +182,22 @@ def measured(path: Path) -> dict[tuple, dict]:
     for r in df.to_dict("records"):
         shape = Shape(int(r["M"]), int(r["N"]), int(r["K"]), row_ld(r))
         row = {c: ("" if pd.isna(r[c]) else r[c]) for c in MEASURED
-               if c in r and c not in ("experiment", "label")}
-        memo[(str(r["kernel"]), shape)] = {"row": row, "samples": [], "clocks_written": True}
+               if c in r and c not in ("experiment", "label", "pass")}
+        memo[(str(r["kernel"]), shape, row_pass(r))] = {"row": row, "samples": [], "clocks_written": True}
     return memo
+
+
+def row_pass(row: dict) -> int:
+    """The pass a row was measured in; 1 for a row written before runs had passes."""
+    v = row.get("pass", "")
+    if v is None or (isinstance(v, float) and v != v) or str(v).strip() in ("", "nan"):
+        return 1
+    return int(float(v))
 
 
 def key_of(row: dict) -> tuple:
     return (str(row["experiment"]), str(row["label"]), str(row["kernel"]),
-            int(row["M"]), int(row["N"]), int(row["K"]))
+            int(row["M"]), int(row["N"]), int(row["K"]), row_pass(row))
 
 
 def timestamp() -> str:

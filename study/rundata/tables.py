@@ -52,11 +52,12 @@ def _t(name: str, columns, text=(), producer: str = "", inputs=(), **flags) -> T
 
 
 # --- measured: written by the measuring tools, never by derive ----------------------------------
-# a results row: what was measured (``ld`` the leading dimension of A, B and C where the operands
-# were padded, empty where contiguous; ``symbol`` the function the kernel launched at that shape,
-# ``Kernel.path_for``, empty for cuBLAS), then where it came from
+# a results row: what was measured (``pass`` which pass of the run, experiments.PASSES; ``ld`` the
+# leading dimension of A, B and C where the operands were padded, empty where contiguous; ``symbol``
+# the function the kernel launched at that shape, ``Kernel.path_for``, empty for cuBLAS), then where
+# it came from
 RESULTS_MEASURED = (
-    "experiment", "label", "kernel", "impl", "M", "N", "K", "ld", "ms", "p20_ms", "p80_ms", "reps",
+    "experiment", "label", "pass", "kernel", "impl", "M", "N", "K", "ld", "ms", "p20_ms", "p80_ms", "reps",
     "rel_err", "sm_clock_mhz", "clock_samples", "config", "symbol",
 )
 RESULTS_PROVENANCE = (
@@ -66,7 +67,7 @@ RESULTS_PROVENANCE = (
 MEASURED = (
     _t("results", RESULTS_MEASURED + RESULTS_PROVENANCE, ("experiment", "label", "kernel", "impl", "config",
        "symbol") + _PROVENANCE, "study.measure.plan:run_plan", measured=True, append_only=True),
-    _t("clocks", ("run_id", "experiment", "label", "kernel", "M", "N", "K", "t_s", "sm_clock_mhz"),
+    _t("clocks", ("run_id", "experiment", "label", "pass", "kernel", "M", "N", "K", "t_s", "sm_clock_mhz"),
        ("run_id", "experiment", "label", "kernel"), "study.measure.plan:run_plan", measured=True,
        append_only=True, needs=("kernel", "t_s", "sm_clock_mhz")),
     Table("gpu", "gpu.json", (), producer="study.run:measure", measured=True),
@@ -127,6 +128,9 @@ DERIVED = (
        ("ledger", "prices", "model_sass?")),
     _t("price_shift", ("price", "exact", "lstsq", "change_pct"), ("price",), "tables.price_shift",
        ("prices",)),
+    _t("comparisons", ("comparison", "a", "b", "experiment", "label", "ratio", "ratio_lo", "ratio_hi",
+                       "passes", "verdict"), ("comparison", "a", "b", "experiment", "label", "verdict"),
+       "spread.comparisons", ("times",)),
     _t("twins", ("cuda", "tile", "warps", "cuda_gflops", "unpipelined", "unpipelined_gflops", "pipelined",
                  "pipelined_gflops", "gluon", "gluon_gflops", "cublas_gflops", "ratio_unpipelined",
                  "ratio_pipelined", "ratio_gluon"), ("cuda", "tile", "unpipelined", "pipelined", "gluon"),

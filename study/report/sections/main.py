@@ -7,7 +7,17 @@ import pandas as pd
 
 from study.report.figures import figref
 from study.report.load import Run
-from study.report.md import by_kernel, config_text, md, missing, num, ratio_range, shape
+from study.report.md import (
+    by_kernel,
+    comparison,
+    config_text,
+    md,
+    missing,
+    num,
+    ratio_range,
+    shape,
+    spread_text,
+)
 
 
 def section_main(run: Run) -> list[str]:
@@ -73,14 +83,17 @@ def section_main(run: Run) -> list[str]:
         ],
         rows,
     )
+    lines += _spread(run, main)
     cuda = main[main["impl"] == "cuda"].dropna(subset=["pct_cublas"])
     if len(cuda):
         best = cuda.loc[cuda["pct_cublas"].idxmax()]
         tri = main[main["impl"] == "triton"].dropna(subset=["pct_cublas"])
         tbest = tri.loc[tri["pct_cublas"].idxmax()] if len(tri) else None
+        vs = comparison(run, "vs_baseline", best["kernel"], run.baseline)
         lines += [
             f"**Finding:** the fastest hand-written CUDA kernel, {best['kernel']}, reaches "
-            f"{best['pct_cublas']:.1f}% of cuBLAS ({best['gflops']:,.0f} GFLOP/s)"
+            f"{best['pct_cublas']:.1f}% of cuBLAS ({best['gflops']:,.0f} GFLOP/s; against cuBLAS "
+            f"{spread_text(vs)})"
             + (
                 f"; the fastest Triton kernel, {tbest['kernel']}, {tbest['pct_cublas']:.1f}%"
                 if tbest is not None
@@ -96,6 +109,36 @@ def section_main(run: Run) -> list[str]:
             "",
         ]
     return lines + figref(run, "throughput")
+
+
+def _twin_spread(run: Run, twin: str, cuda: str) -> str:
+    """A twin's ratio to its CUDA kernel over the run's passes, where it has several."""
+    c = comparison(run, "twin", twin, cuda)
+    if c is None or not c["passes"] or c["passes"] < 2:
+        return ""
+    return (f" ({num(c['ratio_lo'], '{:.2f}')}–{num(c['ratio_hi'], '{:.2f}')} over {int(c['passes'])} "
+            f"passes)")
+
+
+def _spread(run: Run, main) -> list[str]:
+    """Each kernel's speed against the baseline over the run's passes (comparisons.csv)."""
+    c = run.tables.get("comparisons")
+    if c is None:
+        return missing("the spread across passes", run.missing.get("comparisons", "comparisons.csv "
+                                                                   "not in this run"))
+    here = c[(c["comparison"] == "vs_baseline") & (c["experiment"] == "main")]
+    if not len(here) or here["passes"].max() < 2:
+        return ["*Spread across passes:* this run timed its main table in one pass, so no margin in it "
+                "is judged against the run-to-run spread (a run of several passes says, for each "
+                "kernel, whether it is faster, slower or within noise of cuBLAS).", ""]
+    ordered = run.in_order(here.assign(kernel=here["a"]))
+    rows = [[r["a"], num(r["ratio"], "{:.3f}×"),
+             f"{num(r['ratio_lo'], '{:.3f}')}–{num(r['ratio_hi'], '{:.3f}')}", f"{int(r['passes'])}",
+             r["verdict"]] for _, r in ordered.iterrows()]
+    return ["Speed against cuBLAS over the run's passes (cuBLAS's time over the kernel's, pass by pass; "
+            "each pass times the kernels in its own order): *faster* or *slower* only where the whole "
+            "min–max lies on one side of 1, else *within noise*.", "",
+            *md(["kernel", "× cuBLAS (median)", "min–max", "passes", "verdict"], rows)]
 
 
 def section_twins(run: Run) -> list[str]:
@@ -168,7 +211,9 @@ def section_twins(run: Run) -> list[str]:
         lines += [
             "**Finding:** with the CUDA kernel's own thread → output map stated in Gluon, "
             + "; ".join(f"{r['gluon']} runs at {r['ratio_gluon']:.2f}× {r['cuda']}'s throughput"
-                        + (f" (the `tl.dot` twin {r['pipelined']}: {r['ratio_pipelined']:.2f}×)"
+                        + _twin_spread(run, r["gluon"], r["cuda"])
+                        + (f" (the `tl.dot` twin {r['pipelined']}: {r['ratio_pipelined']:.2f}×"
+                           + _twin_spread(run, r["pipelined"], r["cuda"]) + ")"
                            if isinstance(r["pipelined"], str) and r["pipelined"] else "")
                         for _, r in gl.iterrows())
             + ": the layout is the same, so what is left between them is the code Triton generates "
@@ -213,7 +258,7 @@ def section_ladder(run: Run) -> list[str]:
             r["idea"],
             num(r["gflops"], "{:,.0f}"),
             num(r["pct_cublas"], "{:.1f}%"),
-            num(r["speedup"], "{:.2f}×"),
+            _step(run, lad, r),
             num(r["sectors_per_wfma"], "{:.2f}"),
             num(r["loads_per_fma"], "{:.3f}"),
             num(r["issue_per_ffma"], "{:.3f}"),
@@ -224,8 +269,8 @@ def section_ladder(run: Run) -> list[str]:
             num(r["issue_pct"], "{:.1f}%"),
             num(r["fma_pipe_pct"], "{:.1f}%"),
             f"{r['moved']}: {num(r['moved_from'], '{:.3g}')} → {num(r['moved_to'], '{:.3g}')}"
-            if isinstance(r["moved"], str) and r["moved"]
-            else "–",
+            if isinstance(r["moved"], str) and r["moved"] and not _noise(run, lad, r)
+            else ("within noise" if _noise(run, lad, r) else "–"),
         ]
         for _, r in lad.iterrows()
     ]
@@ -257,6 +302,28 @@ def section_ladder(run: Run) -> list[str]:
             "",
         ]
     return lines
+
+
+def _prev(lad, r) -> str | None:
+    i = list(lad["kernel"]).index(r["kernel"])
+    return str(lad["kernel"].iloc[i - 1]) if i else None
+
+
+def _step(run: Run, lad, r) -> str:
+    """A rung's speed-up over the rung before: the median over the passes, with their min–max."""
+    prev = _prev(lad, r)
+    c = comparison(run, "step", r["kernel"], prev) if prev else None
+    if c is None or not c["passes"] or c["passes"] < 2:
+        return num(r["speedup"], "{:.2f}×")
+    return f"{num(c['ratio'], '{:.2f}×')} ({num(c['ratio_lo'], '{:.2f}')}–{num(c['ratio_hi'], '{:.2f}')})"
+
+
+def _noise(run: Run, lad, r) -> bool:
+    """Whether the step to this rung is within the run's spread across passes: then no ledger is
+    named as its cause."""
+    prev = _prev(lad, r)
+    c = comparison(run, "step", r["kernel"], prev) if prev else None
+    return c is not None and c["verdict"] == "within noise"
 
 
 def _largest_step(lad) -> str:
