@@ -292,6 +292,10 @@ def test_seed_replay_unchanged_and_loo_keeps_the_seed_rows(tmp_path):
     rd.create()
     for name in ("results.csv", "gpu.json", "sass.csv", "ncu.csv", "clocks.csv"):
         (rd.data / name).write_bytes((DATA / name).read_bytes())
+    # the counters taken as the timed run's (the reference run's were read at earlier commits)
+    ncu = pd.read_csv(rd.data / "ncu.csv")
+    ncu.assign(commit=pd.read_csv(rd.data / "results.csv")["commit"].iloc[0]).to_csv(rd.data / "ncu.csv",
+                                                                                  index=False)
     seed = rundir.RunDir(REPO / "reports")
     derive(rd, seed, note=False)
     loo = pd.read_csv(rd.file(T.loo))

@@ -109,10 +109,13 @@ def derived_copy(tmp_path_factory):
 
 
 def test_derive_writes_the_declared_columns(derived_copy):
-    out, _, _ = derived_copy
+    out, _, d = derived_copy
     written = {p.name for p in (out / "data").iterdir()}
     for t in DERIVED:
-        assert t.file in written, f"{t.file} not derived from the reference run"
+        if t.file not in written:  # only the fitted bound model's tables may be missing, and why is said
+            assert t.name in ("bounds", "bound_constants", "bound_steps"), f"{t.file} not derived"
+            assert "not fitted" in (out / "data" / T.bound_findings.file).read_text()
+            continue
         cols = list(pd.read_csv(out / "data" / t.file, nrows=0).columns)
         if t.open:
             assert cols[: len(t.columns)] == list(t.columns) or set(t.columns) <= set(cols), t.name

@@ -137,11 +137,26 @@ def test_cli_without_ncu_or_gpu_says_so(tmp_path):
 # --- the report's counters section -------------------------------------------------------------
 
 
-def _render(tmp_path: Path, ncu_rows: pd.DataFrame | None) -> str:
+def _render(tmp_path: Path, ncu_rows: pd.DataFrame | None, bind: bool = True) -> str:
+    """The counters section of the fixture run with ``ncu_rows`` as its counters. ``bind``: the
+    counters made the timed run's (its commit; an autotuned kernel's configuration; a time at
+    every profiled shape), as a profile read in the session of the run records them."""
     data = tmp_path / "data"
     data.mkdir(parents=True)
-    for name in ("results.csv", "gpu.json"):
-        shutil.copy(REPO / "tests" / "fixtures" / "report" / name, data / name)
+    shutil.copy(REPO / "tests" / "fixtures" / "report" / "gpu.json", data / "gpu.json")
+    results = pd.read_csv(REPO / "tests" / "fixtures" / "report" / "results.csv", dtype={"label": str})
+    if ncu_rows is not None and bind and len(ncu_rows):
+        ncu_rows = ncu_rows.assign(commit=results["commit"].iloc[0])
+        main = results[results["experiment"] == "main"].set_index("kernel")
+        if "TA" in main.index:
+            ncu_rows["config"] = [main.at["TA", "config"] if k == "TA" else "" for k in ncu_rows["kernel"]]
+        have = set(zip(results["kernel"], results["M"], results["N"], results["K"]))
+        extra = [{**main.loc[k].to_dict(), "kernel": k, "M": M, "N": N, "K": K, "experiment": "sizes",
+                  "label": f"n={M}"}
+                 for k, M, N, K in ncu_rows[["kernel", "M", "N", "K"]].drop_duplicates().itertuples(index=False)
+                 if (k, M, N, K) not in have]
+        results = pd.concat([results, pd.DataFrame(extra)], ignore_index=True)
+    results.to_csv(data / "results.csv", index=False)
     if ncu_rows is not None:
         ncu_rows.to_csv(data / "ncu.csv", index=False)
     derive.derive(RunDir(tmp_path), note=False)
@@ -176,7 +191,7 @@ def test_counters_table_from_the_recorded_h200_profile(tmp_path):
     assert k0["smsp__issue_active.avg.pct_of_peak_sustained_active"] > 85
     assert ta["smsp__issue_active.avg.pct_of_peak_sustained_active"] < 82
     assert abs(ta["smsp__inst_executed.sum"] / k0["smsp__inst_executed.sum"] - 1) < 0.01
-    assert "Read at commit 690021b10c58; run 20261130T105200." in section  # the fixture's provenance
+    assert "Read at commit 0123456789ab; run 20261130T105200:" in section  # the timed run's commit
     finding = next(ln for ln in section.splitlines() if ln.startswith("**Finding (TA vs cuBLAS):**"))
     assert "issues on 78.6% of scheduler cycles against 89.3%" in finding
     # waits only: the two non-wait reasons never appear among the stalls
@@ -229,6 +244,13 @@ def test_request_ledger_sentence_for_k1(tmp_path):
     assert f"counted {counted:g} requests" in line
     assert "measured 33.00 32-byte sectors and 2.00 load instructions" in line
     assert _row(section, "K1")[10] == "–"
+
+
+def test_counters_of_another_commit_are_listed_and_left_out(tmp_path):
+    section = _render(tmp_path, pd.read_csv(NCU_FIXTURE), bind=False)
+    assert "**Counters left out** (3 kernel-shape pairs)" in section
+    assert "read at commit 690021b10c58; timed at 0123456789ab" in section
+    assert "| K0 | 4096×4096×4096 | 2.697" not in section and "Finding (TA vs cuBLAS)" not in section
 
 
 def test_counters_absent_or_empty(tmp_path):

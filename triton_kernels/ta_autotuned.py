@@ -65,6 +65,7 @@ from triton_kernels.tile import (
     edge_scheme,
     even_k,
     interpreting,
+    launch_tiled,
     padded_strides,
     tiled_matmul_kernel,
 )
@@ -252,8 +253,14 @@ autotuned_matmul_kernel = triton.autotune(
 # --------------------------------------------------------------------------------------------
 
 
-def matmul(a, b, out=None):
-    """``out = a @ b`` (FP32); the first call for a new (M, N, K) runs the tuning."""
+def matmul(a, b, out=None, config: dict | None = None):
+    """``out = a @ b`` (FP32); the first call for a new (M, N, K) runs the tuning. ``config`` (a
+    :func:`config_dict`) launches that configuration instead, with no tuning: the same kernel the
+    autotuner runs when it picks it."""
+    if config is not None:
+        return launch_tiled(a, b, out, BM=config["BM"], BN=config["BN"], BK=config["BK"],
+                            num_warps=config["num_warps"], num_stages=config["num_stages"],
+                            group_m=config.get("GROUP_M", GROUP_M), mask_mn=config.get("MASK_MN"))
     out = check_operands(a, b, out)
     M, K = a.shape
     N = b.shape[1]

@@ -18,7 +18,7 @@ import pandas as pd
 
 from study.cli import say
 from study.derive import counters as counters_
-from study.derive import ledgers, model, spread, validate
+from study.derive import currency, ledgers, model, spread, validate
 from study.errors import InputError
 from study.rundata import results as results_io
 from study.rundata import rundir as rd_files
@@ -154,10 +154,21 @@ class Derivation:
         return self._measured(T.clocks)
 
     @cached_property
-    def ncu(self) -> pd.DataFrame | None:
-        """The run's counters, where they have their metric and value columns."""
+    def _counters_split(self) -> tuple[pd.DataFrame | None, pd.DataFrame]:
         ncu = self._measured(T.ncu)
-        return ncu if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None
+        ncu = ncu if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None
+        return currency.split(ncu, self.times)
+
+    @property
+    def ncu(self) -> pd.DataFrame | None:
+        """The run's counters that describe its timed rows (read at their commit, with their launch:
+        ``currency``), where they have their metric and value columns; None where none do."""
+        return self._counters_split[0]
+
+    @property
+    def stale_counters(self) -> pd.DataFrame:
+        """The (kernel, shape)s whose counters were read at another commit or launch, with why."""
+        return self._counters_split[1]
 
     @property
     def prices(self) -> pd.DataFrame:

@@ -75,6 +75,13 @@ def top_stalls(r: pd.Series, n: int = 3) -> str:
     return ", ".join(f"{s} {v:.2f}" for v, s in sorted(stalls, reverse=True)[:n]) or "–"
 
 
+def _joined(g: pd.DataFrame, column: str) -> str:
+    """The distinct values of ``column`` in ``g``, joined (where the counters were read)."""
+    if column not in g.columns:
+        return ""
+    return ", ".join(sorted({str(v) for v in g[column].dropna() if str(v).strip()}))
+
+
 def counters(ncu: pd.DataFrame) -> pd.DataFrame:
     """One row per (kernel, shape): the latest ncu run's counters, launches combined, and the
     figures per warp FMA (M·N·K/32: the problem's multiply-adds counted by warps).
@@ -128,6 +135,8 @@ def counters(ncu: pd.DataFrame) -> pd.DataFrame:
                 "sectors_per_wfma": g_("sectors") / wfma,
                 "requests_per_wfma": g_("requests") / wfma,
                 "top_stalls": top_stalls(r),
+                "commit": _joined(g, "commit"),
+                "run_id": _joined(g, "run_id"),
             }
         )
     out = pd.DataFrame(rows, columns=COUNTER_COLUMNS)

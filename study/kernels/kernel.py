@@ -237,6 +237,16 @@ class Kernel:
         """``launch(a, b, out)`` writing ``out = a @ b``; resolved on first use."""
         return _resolve(self)
 
+    def launcher_with(self, config: dict) -> Callable:
+        """An autotuned kernel's ``launch(a, b, out)`` with ``config`` (``tuned_config``'s form), not
+        tuned again: what the profile launches to read the counters of the configuration a run
+        timed."""
+        if not self.tuned:
+            raise InputError(f"{self.id} is not autotuned: it takes no configuration")
+        module, attr = self.target.split(":")
+        fn = getattr(importlib.import_module(module), attr)
+        return lambda a, b, out: fn(a, b, out=out, config=config)
+
     def tuned_config(self, M: int, N: int, K: int) -> dict | None:
         """The configuration an autotuned kernel picked for (M, N, K); None otherwise."""
         if not self.tuned:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -36,6 +37,9 @@ METRICS = (
     "gpu__time_duration.sum",
     "sm__cycles_elapsed.avg.per_second",
     "launch__registers_per_thread",
+    "launch__grid_size",
+    "launch__block_size",
+    "launch__shared_mem_per_block_dynamic",
     "launch__occupancy_limit_registers",
     "launch__occupancy_limit_shared_mem",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
@@ -95,7 +99,7 @@ def ncu_error(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def child(kid: str, shape: tuple[int, int, int]) -> int:
+def child(kid: str, shape: tuple[int, int, int], config: dict | None = None) -> int:
     import torch
 
     from study import kernels
@@ -104,26 +108,72 @@ def child(kid: str, shape: tuple[int, int, int]) -> int:
     k = kernels.get(kid)
     baseline.pin_fp32()
     M, N, K = shape
-    err = bench.check(k.launcher, M, N, K, seed=M * 7 + N * 3 + K)
+    # an autotuned kernel runs the configuration the run timed (no tuning of its own here)
+    launch = k.launcher_with(config) if config else k.launcher
+    err = bench.check(launch, M, N, K, seed=M * 7 + N * 3 + K)
     if not err <= bench.TOLERANCE:
         print(f"error: {kid} at {M}x{N}x{K}: relative error {err:.2e} > {bench.TOLERANCE:.0e}; "
               "not profiled", file=sys.stderr)
         return 1
     a, b = bench.random_inputs(M, N, K, seed=1 + M + N + K)
     out = torch.empty(M, N, device="cuda", dtype=torch.float32)
-    for _ in range(2):  # compiles, tunes (TA), warms: outside the profiled range
-        k.launcher(a, b, out)
+    for _ in range(2):  # compiles, tunes (TA without a config), warms: outside the profiled range
+        launch(a, b, out)
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStart()
-    k.launcher(a, b, out)
+    launch(a, b, out)
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStop()
+    if k.tuned:  # the configuration profiled, for the parent to record beside the counters
+        print(CONFIG_LINE + json.dumps(config or k.tuned_config(M, N, K), sort_keys=True), file=sys.stderr)
     return 0
+
+
+CONFIG_LINE = "profiled config: "
+
+
+def launched_config(stderr: str) -> dict | None:
+    """The configuration a child reported it profiled (``CONFIG_LINE``), None where it reported none."""
+    for line in reversed(stderr.splitlines()):
+        if line.startswith(CONFIG_LINE):
+            try:
+                return json.loads(line[len(CONFIG_LINE):])
+            except ValueError:
+                return None
+    return None
 
 
 # --------------------------------------------------------------------------------------------
 # The parent: one ncu run per kernel, rows appended as each ends
 # --------------------------------------------------------------------------------------------
+
+
+def timed_configs(rd: RunDir, shape) -> dict[str, dict]:
+    """Kernel id -> the configuration each autotuned kernel was timed with at ``shape`` in the run
+    directory (its contiguous rows' ``config``), for the profile to launch the same one."""
+    import pandas as pd
+
+    from study.rundata import results
+
+    path = rd.file(rundir.RESULTS)
+    if not path.is_file():
+        return {}
+    try:
+        rows = results.read(path)
+    except InputError:
+        return {}
+    found = {}
+    M, N, K = shape
+    at = rows[(rows["M"] == M) & (rows["N"] == N) & (rows["K"] == K)]
+    if "ld" in at.columns:  # ncu profiles the shape on its natural strides
+        at = at[pd.to_numeric(at["ld"], errors="coerce").isna()]
+    for kid, cfg in zip(at.get("kernel", []), at.get("config", [])):
+        if isinstance(cfg, str) and cfg.startswith("{"):
+            try:
+                found[str(kid)] = json.loads(cfg)
+            except ValueError:
+                continue
+    return found
 
 
 def profile(chosen, shape, out: Path, ncu: str) -> int:
@@ -139,11 +189,15 @@ def profile(chosen, shape, out: Path, ncu: str) -> int:
     path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path}
     failed = []
+    timed = timed_configs(RunDir(out), shape)
     for i, k in enumerate(chosen, 1):
-        say(f"[{i}/{len(chosen)}] {k.id}: ncu at {shape[0]}x{shape[1]}x{shape[2]}")
+        config = timed.get(k.id) if k.tuned else None
+        say(f"[{i}/{len(chosen)}] {k.id}: ncu at {shape[0]}x{shape[1]}x{shape[2]}"
+            + (f", the timed configuration {json.dumps(config, sort_keys=True)}" if config else ""))
         cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv",
                "--print-units", "base", "--metrics", ",".join(METRICS),
-               sys.executable, "-m", "study.profile", "--child", k.id, "--shape", ",".join(map(str, shape))]
+               sys.executable, "-m", "study.profile", "--child", k.id, "--shape", ",".join(map(str, shape)),
+               *(["--config", json.dumps(config, sort_keys=True)] if config else [])]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -154,8 +208,12 @@ def profile(chosen, shape, out: Path, ncu: str) -> int:
             failed.append(f"{k.id} ({ncu_error(done.stderr + done.stdout)})")
             continue
         stamp = timestamp()
-        rows_file.append_many({**r, **common, "kernel": k.id, "M": shape[0], "N": shape[1], "K": shape[2],
-                               "timestamp": stamp} for r in rows)
+        path = k.path_for(*shape, gpu.cc)
+        ran = config or launched_config(done.stderr)
+        launch = {"symbol": path.symbol if path is not None else "",
+                  "config": json.dumps(ran, sort_keys=True) if k.tuned and ran else ""}
+        rows_file.append_many({**r, **common, **launch, "kernel": k.id, "M": shape[0], "N": shape[1],
+                               "K": shape[2], "timestamp": stamp} for r in rows)
     if failed:
         say("not profiled: " + "; ".join(failed))
     say(f"counters: {out / 'data' / 'ncu.csv'}")
@@ -173,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=DEFAULT_OUT,
                    help=f"run directory the counters join (default {DEFAULT_OUT}/)")
     p.add_argument("--child", help=cli.HIDDEN)  # internal: profile this kernel in this process
+    p.add_argument("--config", help=cli.HIDDEN)  # internal: the autotuned configuration to launch
 
     def body() -> int:
         args = p.parse_args(argv)
@@ -184,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             if not torch.cuda.is_available():
                 raise InputError(f"--child {k.id} launches the kernel under ncu: it needs a CUDA GPU, "
                                  "and none is visible")
-            return child(k.id, shape)
+            return child(k.id, shape, json.loads(args.config) if args.config else None)
         chosen = kernels.select(",".join(cli.nonempty_list(args.kernels, "--kernels", kernels.IDS)))
         for k in chosen:
             err = k.constraint_error(*shape)

@@ -15,10 +15,10 @@ def section_counters(run: Run) -> list[str]:
         why = (
             run.missing.get("ncu", f"ncu.csv {NOT_IN_RUN}")
             if "ncu" in run.missing
-            else run.missing.get("counters", "ncu.csv holds no kernel's metrics")
+            else "ncu.csv holds no counters of the launches this run timed"
         )
         how = "`python -m study.profile` reads them with Nsight Compute"
-        return missing("hardware counters", f"{why}; {how}")
+        return missing("hardware counters", f"{why}; {how}") + stale_lines(run)
     tab = run.tables["counters"]
     lines = [
         "Nsight Compute counters of one launch per kernel (`python -m study.profile`, clocks left "
@@ -28,13 +28,15 @@ def section_counters(run: Run) -> list[str]:
         "warp passed over for another is not counted).",
         "",
     ]
-    src, where = run.tables.get("ncu", pd.DataFrame()), []
-    for what, c in (("commit", "commit"), ("run", "run_id"), ("ncu", "ncu")):
-        vals = sorted({str(v) for v in src.get(c, pd.Series(dtype=str)).dropna() if str(v).strip()})
+    where = []
+    for what, c in (("commit", "commit"), ("run", "run_id")):
+        cells = tab.get(c, pd.Series(dtype=str)).dropna()
+        vals = sorted({v.strip() for cell in cells for v in str(cell).split(",") if v.strip()})
         if vals:
             where.append(f"{what} {', '.join(vals)}")
     if where:
-        lines += [f"Read at {'; '.join(where)}.", ""]
+        lines += [f"Read at {'; '.join(where)}: the commit the times were measured at, with the launch "
+                  "they timed.", ""]
     header = [
         "kernel",
         "shape",
@@ -68,7 +70,19 @@ def section_counters(run: Run) -> list[str]:
         ]
         for _, r in tab.iterrows()
     ]
-    return lines + md(header, rows) + _findings(run, one_shape(tab, run.main_rows(run.measured)))
+    return (lines + md(header, rows) + _findings(run, one_shape(tab, run.main_rows(run.measured)))
+            + stale_lines(run))
+
+
+def stale_lines(run: Run) -> list[str]:
+    """The counters the run holds that describe no timed row of it (stale_counters.csv)."""
+    stale = run.tables.get("stale_counters")
+    if stale is None:
+        return []
+    rows = [[r["kernel"], shape(r["M"], r["N"], r["K"]), r["why"]] for _, r in stale.iterrows()]
+    return [f"**Counters left out** ({len(stale)} kernel-shape pairs): read at another commit, or with "
+            "another launch, than the times of this run; no table, model or finding uses them.", "",
+            *md(["kernel", "shape", "why"], rows)]
 
 
 def _findings(run: Run, tab: pd.DataFrame) -> list[str]:
