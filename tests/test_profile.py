@@ -151,10 +151,9 @@ def _render(tmp_path: Path, ncu_rows: pd.DataFrame | None, bind: bool = True) ->
         if "TA" in main.index:
             ncu_rows["config"] = [main.at["TA", "config"] if k == "TA" else "" for k in ncu_rows["kernel"]]
         have = set(zip(results["kernel"], results["M"], results["N"], results["K"]))
+        shapes = ncu_rows[["kernel", "M", "N", "K"]].drop_duplicates().itertuples(index=False)
         extra = [{**main.loc[k].to_dict(), "kernel": k, "M": M, "N": N, "K": K, "experiment": "sizes",
-                  "label": f"n={M}"}
-                 for k, M, N, K in ncu_rows[["kernel", "M", "N", "K"]].drop_duplicates().itertuples(index=False)
-                 if (k, M, N, K) not in have]
+                  "label": f"n={M}"} for k, M, N, K in shapes if (k, M, N, K) not in have]
         results = pd.concat([results, pd.DataFrame(extra)], ignore_index=True)
     results.to_csv(data / "results.csv", index=False)
     if ncu_rows is not None:
