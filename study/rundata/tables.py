@@ -168,6 +168,13 @@ DERIVED = (
     _t("seed_model", ("method", "p_ldg", "p_dist", "p_bcast", "p_lds32", "p_lds128", "M", "N", "K",
                       "decimals", "kernels", "gpu", "sms", "sm_clock_mhz", "dram_gbps"), ("method",
                       "kernels", "gpu")),
+    _t("seed_replication", ("kernel", "role", "seed_error_pct", "here_error_pct", "reading"),
+       ("kernel", "role", "reading"), "replication.replication", ("seed_ledgers", "ledger")),
+    _t("seed_identifiability", ("method", "kernels", "condition_number", "loo_worst_pct", "loo_worst_kernel",
+                                "loo_mean_abs_pct", "without_condition_number", "without_kernel",
+                                "identifiable"),
+       ("method", "kernels", "loo_worst_kernel", "without_kernel", "identifiable"),
+       "replication.identifiability", ("prices", "seed_loo?")),
     # the bound model (study.derive.bounds, docs/bounds.md)
     _t("bounds", ("kernel", "impl", "M", "N", "K", "measured_cadence", "inst_per_wfma", "fma_inst_per_wfma",
                   "ld_wavefronts_per_wfma", "st_wavefronts_per_wfma", "wavefronts_per_wfma",

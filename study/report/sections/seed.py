@@ -63,7 +63,39 @@ def section_seed(run: Run) -> list[str]:
             f"P_ldg {p['p_ldg']:.2f}" + _here_prices(run) + ".",
             "",
         ]
-    return lines
+    return lines + _replication(run, a, b)
+
+
+def _replication(run: Run, a: str, b: str) -> list[str]:
+    """Whether the seed's readings hold here, and whether its prices are determined at all."""
+    rep, ident = run.tables.get("seed_replication"), run.tables.get("seed_identifiability")
+    out = []
+    if rep is not None:
+        rows = [[r["kernel"], r["role"], num(r["seed_error_pct"], "{:+.1f}%"),
+                 num(r["here_error_pct"], "{:+.1f}%"), r["reading"]] for _, r in rep.iterrows()]
+        out += [f"Does the seed's model replicate? Each kernel's model error with its GPU's own exact "
+                f"prices; a reading within ±10% on the {a} replicates where it is within ±10% on the {b} "
+                "too.", "", *md(["kernel", "role", f"error {a}", f"error {b}", "reading"], rows)]
+        ext = rep[rep["role"] == "extrapolation"]
+        if len(ext):
+            held = ext[ext["reading"] == "replicates"]
+            words = "replicates" if len(held) == len(ext) else "does not replicate"
+            said = [f"{r['kernel']} {num(r['seed_error_pct'], '{:+.1f}%')} on the {a} against "
+                    f"{num(r['here_error_pct'], '{:+.1f}%')} on the {b}" for _, r in ext.iterrows()]
+            out += ["**Finding (replication):** the seed's extrapolations, " + ", ".join(said)
+                    + f": the seed's model {words} here.", ""]
+    ls = ident[ident["method"] == "lstsq"] if ident is not None else None
+    if ls is not None and len(ls) and isinstance(ls.iloc[0]["identifiable"], str):
+        r = ls.iloc[0]
+        verdict = ("are identifiable from these kernels" if r["identifiable"] == "yes"
+                   else "are not identifiable from these kernels")
+        out += [f"**Finding (identifiability):** the least-squares prices over "
+                f"{r['kernels'].replace(',', ', ')} solve a system of condition number "
+                f"{num(r['condition_number'], '{:.1f}')}; without {r['without_kernel']} the rest solve one "
+                f"of {num(r['without_condition_number'], '{:.0f}')}, and fitted without a kernel the prices "
+                f"miss it by up to {num(r['loo_worst_pct'], '{:+.0f}%')} ({r['loo_worst_kernel']}; mean "
+                f"|error| {num(r['loo_mean_abs_pct'], '{:.0f}%')}): the three prices {verdict}.", ""]
+    return out
 
 
 def _here_prices(run: Run) -> str:
