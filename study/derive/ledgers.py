@@ -375,13 +375,17 @@ def ledger_table(
         rows.append(out)
 
     df = pd.concat([t, pd.DataFrame(rows, index=t.index)], axis=1)
+    # % of cuBLAS is against the best vendor kernel at the point: the faster of the vendor kernels
+    # timed there (cuBLAS's default, the best cuBLASLt algorithm), each its median where it has
+    # several rows
     base_ids = [kid for kid, k in known.items() if k.impl == "cublas"]
     base = df[df["kernel"].isin(base_ids)]
     if match_on:
-        ref = base.groupby(match_on)["gflops"].median().rename("_cublas_gflops").reset_index()
+        per = base.groupby([*match_on, "kernel"])["gflops"].median().reset_index()
+        ref = per.groupby(match_on)["gflops"].max().rename("_cublas_gflops").reset_index()
         df = df.merge(ref, on=match_on, how="left")
     else:
-        df["_cublas_gflops"] = base["gflops"].median() if len(base) else NAN
+        df["_cublas_gflops"] = base.groupby("kernel")["gflops"].median().max() if len(base) else NAN
     df["pct_cublas"] = pct_cublas(df["gflops"], df["_cublas_gflops"])
     df = df.drop(columns="_cublas_gflops")
 

@@ -76,6 +76,14 @@ KERNELS: tuple[Kernel, ...] = (
     Kernel(
         "K0", "cublas", "cuBLAS FP32 through torch.matmul, TF32 off",
         target="study.measure.baseline:cublas_matmul",
+        launch_info="study.measure.baseline:default_kernel",
+    ),
+    # the vendor's strongest kernel at each shape: every algorithm cuBLASLt's heuristic offers,
+    # timed, the fastest kept; "% of cuBLAS" is taken against the faster of the two
+    Kernel(
+        "K0L", "cublas",
+        "the fastest of the cuBLASLt algorithms its heuristic offers (FP32 compute, no TF32)",
+        target="study.measure.cublaslt:best_matmul", launch_info="study.measure.cublaslt:chosen",
     ),
     # CUDA kernels, in ladder order: symbol, tile, threads and operand needs are in each .cu's
     # SGEMM_REGISTER line (the binding is "cuda:<symbol>").

@@ -148,6 +148,9 @@ class Kernel:
     multiple_of: tuple[int, int, int] = _from_source((1, 1, 1))  # alignment needed on (M, N, K)
     calibrates: str | None = None  # "ldg" or "lds": role in the exact price calibration
     tuned: str | None = None  # "module:attr" of best_config(M, N, K) for an autotuned kernel
+    # "module:attr" of f(M, N, K) -> dict: what a launch at that shape ran, where the kernel
+    # chooses it itself (a library's algorithm and kernel); recorded in the row's config
+    launch_info: str | None = None
     notes: str = ""
     options: dict = field(default_factory=dict, hash=False, compare=False)
     needs_sm90: bool = _from_source(False)  # compute capability >= 9.0 (TMA, clusters, ...)
@@ -253,6 +256,16 @@ class Kernel:
             return None
         module, attr = self.tuned.split(":")
         return getattr(importlib.import_module(module), attr)(M, N, K)
+
+    def launch_config(self, M: int, N: int, K: int) -> dict | None:
+        """What this kernel's launch at M x N x K ran, as its results row records it (``config``):
+        an autotuned kernel's winner, a library's choice (``launch_info``); None for the others."""
+        if self.tuned:
+            return self.tuned_config(M, N, K)
+        if self.launch_info:
+            module, attr = self.launch_info.split(":")
+            return getattr(importlib.import_module(module), attr)(M, N, K)
+        return None
 
     def constraint_error(self, M: int, N: int, K: int) -> str | None:
         """Why this kernel refuses (M, N, K), or None when it accepts the shape."""

@@ -21,6 +21,9 @@ def pin_fp32() -> None:
     torch.set_float32_matmul_precision("highest")
 
 
+_KERNELS: dict[tuple[int, int, int], str] = {}  # shape -> the kernel(s) cuBLAS ran there
+
+
 def cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     if a.dim() != 2 or b.dim() != 2:
         raise InputError(f"the cuBLAS baseline needs 2-D matrices; got {a.dim()}-D and {b.dim()}-D")
@@ -28,7 +31,25 @@ def cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = N
         raise InputError(f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
     if torch.backends.cuda.matmul.allow_tf32:
         raise TF32Leak("torch.backends.cuda.matmul.allow_tf32 is on: call pin_fp32() first")
+    shape = (a.shape[0], b.shape[1], a.shape[1])
+    if shape not in _KERNELS and a.is_cuda:  # the first launch at a shape: which kernel cuBLAS picks
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            r = torch.matmul(a, b, out=out)
+            torch.cuda.synchronize()
+        _KERNELS[shape] = ", ".join(sorted({e.key for e in prof.key_averages()
+                                            if e.device_type == torch.autograd.DeviceType.CUDA}))
+        return r
     return torch.matmul(a, b, out=out)
+
+
+def default_kernel(M: int, N: int, K: int) -> dict | None:
+    """The kernel cuBLAS's default choice ran at M x N x K (torch.matmul), and the cuBLASLt version
+    where nvmath can say it; None before a launch there."""
+    from study.measure.cublaslt import version
+
+    if (M, N, K) not in _KERNELS:
+        return None
+    return {"kernel": _KERNELS[(M, N, K)], "cublaslt": version()}
 
 
 def guard(rel_err: float, gflops: float, peak_gflops: float, tol: float = 1e-5) -> None:

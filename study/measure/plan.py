@@ -219,7 +219,7 @@ class Measurer:
             ms=t.ms, p20_ms=t.p20_ms, p80_ms=t.p80_ms, reps=t.reps,
             sm_clock_mhz=med_clock if med_clock is not None else "", clock_samples=len(clock.samples),
         )
-        cfg = k.tuned_config(M, N, K)
+        cfg = k.launch_config(M, N, K)
         row["config"] = json.dumps(cfg, sort_keys=True) if cfg else ""
         return {"row": row, "samples": clock.samples}
 

@@ -105,14 +105,17 @@ def truthy(v) -> bool:
     return str(v).strip().lower() in ("true", "1", "yes")
 
 
-def comparison(run: Run, what: str, a: str, b: str, experiment: str = "main", label: str = "main"):
-    """The row of comparisons.csv for ``a`` against ``b`` (``what``: vs_baseline, step, twin) at one
-    point; None where the run has none."""
+def comparison(run: Run, what: str, a: str, b: str | None = None, experiment: str = "main",
+               label: str = "main"):
+    """The row of comparisons.csv for ``a`` against ``b`` (``what``: vs_baseline, against the best
+    vendor kernel, where ``b`` is left out; step; twin) at one point; None where the run has none."""
     c = run.tables.get("comparisons")
     if c is None:
         return None
-    hit = c[(c["comparison"] == what) & (c["a"] == a) & (c["b"] == b) & (c["experiment"] == experiment)
+    hit = c[(c["comparison"] == what) & (c["a"] == a) & (c["experiment"] == experiment)
             & (c["label"].astype(str) == label)]
+    if b is not None:
+        hit = hit[hit["b"] == b]
     return hit.iloc[0] if len(hit) else None
 
 
