@@ -24,7 +24,7 @@ def test_ids_are_unique_and_baseline_is_cublas():
     # algorithm at each shape, follows it
     vendor = kernels.by_impl("cublas")
     assert kernels.BASELINE.impl == "cublas" and vendor[0] is kernels.BASELINE and len(vendor) == 2
-    assert kernels.KERNELS[0] is kernels.BASELINE and kernels.KERNELS[1] is vendor[1]  # reports list them first
+    assert kernels.KERNELS[0] is kernels.BASELINE and kernels.KERNELS[1] is vendor[1]  # listed first
 
 
 def test_importing_the_registry_reads_no_kernel_source():

@@ -15,10 +15,20 @@ from study.report.load import NOT_IN_RUN, Run
 from study.rundata.rows import by_kernel, experiment_rows  # noqa: F401
 
 __all__ = [
-    "NOT_IN_RUN", "by_kernel", "col", "comparison", "config_text", "experiment_rows", "gpu_name", "md",
-    "missing", "num", "op_name", "prov", "prov_col", "ratio_range", "shape", "short", "spaced", "spread_text",
-    "truthy",
+    "BOUND_NAMES", "NOT_IN_RUN", "by_kernel", "col", "comparison", "config_text", "experiment_rows",
+    "gpu_name", "md", "missing", "num", "op_name", "prov", "prov_col", "ratio_range", "shape", "short",
+    "spaced", "spread_text", "truthy",
 ]
+
+# the bound model's resources (model_errors.csv / bounds.csv ``bound``) as the report names them
+BOUND_NAMES = {
+    "fma": "FMA pipe",
+    "issue": "issue",
+    "smem": "shared memory",
+    "l1": "L1 requests",
+    "dram": "DRAM",
+    "latency": "latency",
+}
 
 
 def col(df: pd.DataFrame, name: str) -> pd.Series:

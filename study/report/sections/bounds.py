@@ -7,16 +7,7 @@ import pandas as pd
 
 from study.report.figures import figref
 from study.report.load import Run
-from study.report.md import md, missing, num, shape
-
-NAMES = {
-    "fma": "FMA pipe",
-    "issue": "issue",
-    "smem": "shared memory",
-    "l1": "L1 requests",
-    "dram": "DRAM",
-    "latency": "latency",
-}
+from study.report.md import BOUND_NAMES, md, missing, num, shape
 
 
 def section_bounds(run: Run) -> list[str]:
@@ -121,7 +112,7 @@ def _per_kernel(run: Run) -> list[str]:
                 num(r["tail"], "{:.3f}"),
                 num(r["predicted_cadence"], "{:.3f}"),
                 num(r["error_pct"], "{:+.1f}%"),
-                NAMES.get(r["bound"], r["bound"]),
+                BOUND_NAMES.get(r["bound"], r["bound"]),
                 *[num(seed.get((r["kernel"], m)), "{:+.1f}%") for m in ("exact", "lstsq", "sass")],
             ]
         )
@@ -157,7 +148,7 @@ def _per_kernel(run: Run) -> list[str]:
                 num(r["tail"], "{:.3f}"),
                 num(r["predicted_cadence"], "{:.3f}"),
                 num(r["error_pct"], "{:+.1f}%"),
-                NAMES.get(r["bound"], r["bound"]),
+                BOUND_NAMES.get(r["bound"], r["bound"]),
             ]
             for _, r in other.sort_values(["M", "N", "K"], kind="stable").iterrows()
         ]
@@ -200,7 +191,7 @@ def _loo(run: Run) -> list[str]:
             num(r["measured_cadence"], "{:.3f}"),
             num(r["predicted_cadence"], "{:.3f}"),
             num(r["error_pct"], "{:+.1f}%"),
-            NAMES.get(r["bound"], r["bound"]),
+            BOUND_NAMES.get(r["bound"], r["bound"]),
             num(r["eta_issue"], "{:.3f}"),
             num(r["eta_smem"], "{:.3f}"),
             num(r["l_glob"], "{:.0f}"),

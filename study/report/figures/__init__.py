@@ -1,0 +1,113 @@
+"""The figures: one function each, registered in FIGURES; each reads the run's tables and draws.
+
+``draw_<name>(run)`` draws a figure and returns it (``bars``, ``points``, ``series``); ``fig_<name>(run,
+fig_dir)`` saves it as ``fig_dir/<name>.png``. A figure whose data the run lacks raises Skip with the
+reason; ``make_figures`` records it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from study.errors import first_line
+from study.report.figures.bars import draw_loads_per_fma, draw_shapes, draw_strides, draw_throughput
+from study.report.figures.common import (  # noqa: F401
+    BAND_PCT,
+    IMPLS,
+    Skip,
+    clock_trace,
+    counted_loads,
+    ledger_main,
+    sass_loads,
+    save,
+    table,
+    theme,
+)
+from study.report.figures.points import draw_bounds, draw_model, draw_roofline
+from study.report.figures.series import draw_clocks, draw_sizes
+from study.report.load import Run
+
+
+def fig_throughput(run: Run, fig_dir: Path) -> Path:
+    return save(draw_throughput(run), fig_dir, "throughput")
+
+
+def fig_roofline(run: Run, fig_dir: Path) -> Path:
+    return save(draw_roofline(run), fig_dir, "roofline")
+
+
+def fig_model(run: Run, fig_dir: Path) -> Path:
+    return save(draw_model(run), fig_dir, "model")
+
+
+def fig_bounds(run: Run, fig_dir: Path) -> Path:
+    return save(draw_bounds(run), fig_dir, "bounds")
+
+
+def fig_loads_per_fma(run: Run, fig_dir: Path) -> Path:
+    return save(draw_loads_per_fma(run), fig_dir, "loads_per_fma")
+
+
+def fig_shapes(run: Run, fig_dir: Path) -> Path:
+    return save(draw_shapes(run), fig_dir, "shapes")
+
+
+def fig_strides(run: Run, fig_dir: Path) -> Path:
+    return save(draw_strides(run), fig_dir, "strides")
+
+
+def fig_sizes(run: Run, fig_dir: Path) -> Path:
+    return save(draw_sizes(run), fig_dir, "sizes")
+
+
+def fig_clocks(run: Run, fig_dir: Path) -> Path:
+    return save(draw_clocks(run), fig_dir, "clocks")
+
+
+DRAW: dict[str, Callable[[Run], Figure]] = {
+    "throughput": draw_throughput,
+    "roofline": draw_roofline,
+    "model": draw_model,
+    "bounds": draw_bounds,
+    "loads_per_fma": draw_loads_per_fma,
+    "shapes": draw_shapes,
+    "strides": draw_strides,
+    "sizes": draw_sizes,
+    "clocks": draw_clocks,
+}
+FIGURES: dict[str, Callable[[Run, Path], Path]] = {
+    "throughput": fig_throughput,
+    "roofline": fig_roofline,
+    "model": fig_model,
+    "bounds": fig_bounds,
+    "loads_per_fma": fig_loads_per_fma,
+    "shapes": fig_shapes,
+    "strides": fig_strides,
+    "sizes": fig_sizes,
+    "clocks": fig_clocks,
+}
+
+
+def make_figures(run: Run, fig_dir: Path) -> None:
+    """Draw every figure; one that fails is recorded as skipped with the reason, never fatal."""
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    with theme():
+        for name, fn in FIGURES.items():
+            try:
+                path = fn(run, fig_dir)
+                run.figures[name] = (f"figures/{path.name}", "")
+            except Skip as e:
+                run.figures[name] = (None, str(e))
+            except Exception as e:  # an input this figure did not foresee costs that figure only
+                run.figures[name] = (None, f"could not be drawn ({first_line(e)})")
+
+
+def figref(run: Run, name: str) -> list[str]:
+    path, why = run.figures.get(name, (None, "not drawn"))
+    fn = f"`study.report.{FIGURES[name].__name__}`"
+    if path is None:
+        return [f"*Figure figures/{name}.png skipped ({fn}): {why}.*", ""]
+    return [f"![{name}]({path})", "", f"*{path} — {fn}*", ""]
