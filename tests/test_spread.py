@@ -125,3 +125,25 @@ def test_a_step_within_the_spread_names_no_cause(passes_run, tmp_path):
     lines = "\n".join(section_ladder(report.load(passes_run)))
     k4 = next(line for line in lines.splitlines() if line.startswith("| K4 |"))
     assert "within noise" in k4
+
+
+def test_the_throughput_figure_draws_each_kernels_passes(passes_run):
+    from matplotlib.collections import LineCollection
+
+    from study import report
+    from study.report.figures import draw_throughput
+
+    run = report.load(passes_run)
+    fig = draw_throughput(run)
+    main = run.main_rows(run.measured)
+    spans = {}
+    for coll in fig.axes[0].collections:
+        if isinstance(coll, LineCollection):
+            for seg in coll.get_segments():
+                (x0, y0), (x1, y1) = seg
+                spans[round(x0)] = (min(y0, y1), max(y0, y1))
+    k6 = list(main["kernel"]).index("K6")
+    k3 = list(main["kernel"]).index("K3")
+    # K6's passes at 1.0, 0.97 and 1.03 of 35,000 GFLOP/s; K3's three passes the same speed
+    assert spans[k6] == pytest.approx((35000 * 0.97, 35000 * 1.03), rel=1e-6)
+    assert spans[k3] == pytest.approx((9000, 9000), rel=1e-6)

@@ -171,8 +171,8 @@ BYTE_COLUMNS = ("bytes_per_out", "ai", "roof_gflops", "attainment_pct")
 MODEL_COLUMNS = ("predicted_cadence", "model_error_pct")
 ROOF_COLUMNS = ("bytes_once", "gbps_once", "read_gbps", "pct_read_roof", "dram_gbps", "pct_dram_peak")
 MEASURED_COLUMNS = (
-    "impl", "gflops", "pct_peak", "pct_cublas", "cadence", "cadence_floor", "sampled_clock_mhz",
-    "pct_peak_sampled", "cadence_sampled",
+    "impl", "gflops", "gflops_lo", "gflops_hi", "pct_peak", "pct_cublas", "cadence", "cadence_floor",
+    "sampled_clock_mhz", "pct_peak_sampled", "cadence_sampled",
 )
 COMPUTED_COLUMNS = MEASURED_COLUMNS + INSTRUCTION_COLUMNS + BYTE_COLUMNS + MODEL_COLUMNS + ROOF_COLUMNS
 
@@ -248,6 +248,13 @@ def _check_times(times: pd.DataFrame, known: Mapping[str, Kernel]) -> pd.DataFra
         )
     t["ms"] = ms.astype(float)
     return t
+
+
+def _over_passes(M: int, N: int, K: int, r: pd.Series, column: str) -> float:
+    """GFLOP/s at the time ``column`` of a row measured in several passes; NaN otherwise."""
+    ms = _positive_number(r.get(column))
+    several = _positive_number(r.get("passes")) is not None and float(r["passes"]) >= 2
+    return gflops(M, N, K, ms) if ms is not None and several else NAN
 
 
 def _positive_number(v) -> float | None:
@@ -338,6 +345,9 @@ def ledger_table(
         out = {
             "impl": k.impl,
             "gflops": g,
+            # the least and greatest over the passes (spread.representatives), NaN for one pass
+            "gflops_lo": _over_passes(M, N, K, r, "ms_slowest"),
+            "gflops_hi": _over_passes(M, N, K, r, "ms_fastest"),
             "pct_peak": pct_peak(g, peak),
             "cadence": cad,
             "cadence_floor": floor,

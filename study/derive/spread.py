@@ -38,17 +38,22 @@ def passes_of(df: pd.DataFrame) -> pd.Series:
 
 def representatives(times: pd.DataFrame) -> pd.DataFrame:
     """One row per measurement: the row of its median pass by time (the lower median where the
-    number of passes is even), with ``passes`` the number of passes it was timed in."""
+    number of passes is even), with ``passes`` the number of passes it was timed in and
+    ``ms_fastest`` / ``ms_slowest`` the least and greatest time over them."""
     if times.empty:
-        return times.assign(passes=pd.Series(dtype=int))
+        return times.assign(passes=pd.Series(dtype=int), ms_fastest=pd.Series(dtype=float),
+                            ms_slowest=pd.Series(dtype=float))
     df = times.assign(_pass=passes_of(times), _ms=pd.to_numeric(times["ms"], errors="coerce"))
     key = [c for c in _key(df)]
-    keep, counts = [], []
+    keep, counts, fastest, slowest = [], [], [], []
     for _, g in df.groupby([df[c].astype(str) for c in key], sort=False, dropna=False):
         g = g.sort_values(["_ms", "_pass"], kind="stable")
         keep.append(g.index[(len(g) - 1) // 2])
         counts.append(len(g))
-    out = df.loc[keep].drop(columns=["_pass", "_ms"]).assign(passes=counts)
+        fastest.append(g["_ms"].min())
+        slowest.append(g["_ms"].max())
+    out = df.loc[keep].drop(columns=["_pass", "_ms"]).assign(passes=counts, ms_fastest=fastest,
+                                                                ms_slowest=slowest)
     return out.loc[sorted(out.index)]
 
 

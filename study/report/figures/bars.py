@@ -6,6 +6,7 @@ Kernels run along x, their ids turned upright; each legend sits above its axes, 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -56,6 +57,10 @@ def draw_throughput(run: Run) -> Figure:
     fig, ax = new_figure((PAGE_IN, 4.6))
     bars = ax.bar(range(len(df)), vals, 0.8, color=[colors.get(i, "0.5") for i in df["impl"]])
     handles = [Rectangle((0, 0), 1, 1, color=colors[i], label=i) for i in IMPLS if i in set(df["impl"])]
+    lo, hi = pass_range(df)
+    if np.isfinite(lo).any():
+        handles.append(ax.errorbar(range(len(df)), vals, yerr=[vals - lo, hi - vals], fmt="none",
+                                   ecolor="k", elinewidth=1, capsize=2, label="min–max over passes"))
     top = np.nanmax(vals)
     if run.gpu is not None:
         top = max(top, run.gpu.peak_gflops)
@@ -71,6 +76,14 @@ def draw_throughput(run: Run) -> Figure:
     lay_out(fig, run, f"Throughput at {shape(r.M, r.N, r.K)}")
     value_labels(ax, bars, [f"{v:,.0f}" for v in vals])
     return fig
+
+
+def pass_range(main) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``main`` the least and greatest GFLOP/s over its passes (ledgers.csv's
+    ``gflops_lo`` / ``gflops_hi``); NaN where it ran in one pass or the run predates passes."""
+    lo = pd.to_numeric(main.get("gflops_lo", pd.Series(np.nan, index=main.index)), errors="coerce")
+    hi = pd.to_numeric(main.get("gflops_hi", pd.Series(np.nan, index=main.index)), errors="coerce")
+    return lo.to_numpy(float), hi.to_numpy(float)
 
 
 def zoom_top(totals: list[float]) -> float | None:
