@@ -1,6 +1,7 @@
 """The figures read at the size of a Markdown page: no two texts collide, no legend covers data, the
 aspect and the type fit a page ~900 px wide, and what each figure is about can be told apart. Drawn
-from the reference run (reports/, read only) and from the synthetic fixture run. CPU only."""
+from the reference run (reports/, read only), from a copy of it whose counters are taken as current
+(the bound model drawn) and from the synthetic fixture run. CPU only."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import reference_with_current_counters
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.lines import Line2D
@@ -29,7 +31,7 @@ PAGE_PX = 900  # a Markdown page's width: a wider PNG is shown scaled down to it
 CSS_PX_PER_PT = 96 / 72
 MIN_PT = 8.0  # the smallest text, in points as the page shows it
 MAX_ASPECT = 2.0  # width : height
-RUNS = ("reference", "fixture")
+RUNS = ("reference", "fixture", "current")
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,9 @@ def runs(tmp_path_factory):
     for name in FIXTURE_FILES:
         shutil.copy(FIXTURE / name, fixture / "data" / name)
     derive.derive(RunDir(fixture), seed=RunDir(REPO / "reports"), note=False)
-    return {"reference": report.load(REPO / "reports"), "fixture": report.load(fixture)}
+    current = reference_with_current_counters(tmp_path_factory.mktemp("current"))
+    return {"reference": report.load(REPO / "reports"), "fixture": report.load(fixture),
+            "current": report.load(current)}
 
 
 @pytest.fixture(scope="module")
@@ -224,11 +228,11 @@ def bound_rows(run):
 
 
 def test_bounds_marks_each_shape(drawn, runs):
-    fig = figure(drawn, "reference", "bounds")
+    fig = figure(drawn, "current", "bounds")
     ax = fig.axes[0]
-    ours = bound_rows(runs["reference"])
+    ours = bound_rows(runs["current"])
     shapes = {f"{r.M}×{r.N}×{r.K}" for r in ours.itertuples()}
-    assert len(shapes) > 1  # the reference run's bound model predicts at four shapes
+    assert len(shapes) > 1  # with its counters current the reference run's bound model has four shapes
     markers = {path_key(p) for c in ax.collections if isinstance(c, PathCollection) for p in c.get_paths()}
     assert len(markers) == len(shapes)
     named = [t.get_text() for leg in legends(fig) for t in leg.get_texts()]
@@ -244,7 +248,7 @@ def test_bounds_marks_each_shape(drawn, runs):
 def test_point_labels_name_distinct_points(drawn, name):
     """Each point named once (a kernel at several shapes once a shape); points drawn on top of each
     other share one label; and most points are named, not left out to keep the labels apart."""
-    fig = figure(drawn, "reference", name)
+    fig = figure(drawn, "current", name)
     names = [k for t in fig.axes[0].texts for k in t.get_text().split(", ")]
     assert len(names) == len(set(names)), sorted(names)
     assert len(names) >= 10

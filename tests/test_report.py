@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import reference_with_current_counters
 
 from study import derive, report
 from study import kernels as registry
@@ -472,10 +473,12 @@ def _ncu_at(ncu: pd.DataFrame, kid: str, shape: tuple[int, int, int], metric: st
     return float(at[at["metric"] == metric]["value"].sum())
 
 
-def test_counters_beside_a_main_time_are_read_at_its_shape():
+def test_counters_beside_a_main_time_are_read_at_its_shape(tmp_path):
     """K12 and cuBLAS were also profiled at n = 4097 and at decode shapes: the ladder's counters
-    and the report's counter findings are the 4096^3 launch's, the shape the main rows were timed at."""
-    data = REPO / "reports" / "data"
+    and the report's counter findings are the 4096^3 launch's, the shape the main rows were timed at
+    (on the committed run with its counters taken as current)."""
+    run = reference_with_current_counters(tmp_path / "run")
+    data = run / "data"
     ncu = pd.read_csv(data / "ncu.csv")
     issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"
     main, other = (4096, 4096, 4096), (4097, 4097, 4097)
@@ -484,6 +487,6 @@ def test_counters_beside_a_main_time_are_read_at_its_shape():
     assert lad.at["K12", "issue_pct"] == pytest.approx(_ncu_at(ncu, "K12", main, issue))
     # cuBLAS's instructions per warp FMA at 4096^3 in every "vs cuBLAS" finding of the report
     k0 = _ncu_at(ncu, "K0", main, "smsp__inst_executed.sum") / (4096**3 / 32)
-    text = (REPO / "reports" / "REPORT.md").read_text()
+    text = (run / "REPORT.md").read_text()
     findings = [line for line in text.splitlines() if line.startswith("**Finding (") and "vs cuBLAS" in line]
     assert findings and all(f"against cuBLAS's {k0:.3f}," in line for line in findings)

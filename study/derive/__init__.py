@@ -224,7 +224,7 @@ class Derivation:
         from study.derive import bound_tables
 
         return bound_tables.tables(self.ledger, self.ncu, self.sass, self.gpu, self.seed_loo,
-                                   self.seed_ledgers, self.value(T.predictions))
+                                   self.seed_ledgers, self.value(T.predictions), self.stale_counters)
 
     def value(self, t: Table):
         """The table ``t`` of this derivation: its producer applied to its inputs (None where an

@@ -321,10 +321,13 @@ TRAVEL_COLUMNS = [*T.bound_travel.columns]  # declared in study.rundata.tables
 
 def travel(
     ledger: pd.DataFrame, inp: pd.DataFrame, seed_ledger: pd.DataFrame | None,
-    left_out: pd.DataFrame | None = None,
+    left_out: pd.DataFrame | None = None, stale: pd.DataFrame | None = None,
+    not_fitted: str = "", ncu: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Where the model can be applied: each shape of the run (and the seed GPU's replay) with
-    whether its count inputs exist, and for which kernels."""
+    whether its count inputs exist, and for which kernels. ``stale``: the counters left out as not
+    describing the times (``currency``); ``not_fitted``: why the model was not fitted, where it
+    was not, with ``ncu`` the current counters it then had."""
     have = {(int(M), int(N), int(K)) for M, N, K in zip(inp["M"], inp["N"], inp["K"])} if len(inp) else set()
     rows = []
     shapes = ledger.drop_duplicates(["M", "N", "K"])
@@ -352,10 +355,7 @@ def travel(
                 "K": s[2],
                 "kernels": len(ks),
                 "applied": ok,
-                "why": _travel_why(s, inp, left_out)
-                if ok
-                else "no ncu counters at this shape (instructions, wavefronts, sectors per warp FMA are "
-                "shape-dependent: the compiled loop, tails and edge guards change them)",
+                "why": _travel_why(s, inp, left_out) if ok else _no_inputs_why(s, stale, not_fitted, ncu),
             }
         )
     if seed_ledger is not None and len(seed_ledger):
@@ -372,6 +372,27 @@ def travel(
             }
         )
     return pd.DataFrame(rows, columns=TRAVEL_COLUMNS)
+
+
+def _kernels_at(df: pd.DataFrame | None, s) -> list[str]:
+    return sorted(set(at_shape(df, s)["kernel"].astype(str)), key=order) if df is not None and len(df) else []
+
+
+def _no_inputs_why(s, stale: pd.DataFrame | None, not_fitted: str, ncu: pd.DataFrame | None) -> str:
+    """Why the model is not applied at shape ``s``: not fitted, stale counters, or none read."""
+    parts = []
+    current = _kernels_at(ncu, s)
+    if not_fitted and current:
+        parts.append(f"the model was not fitted on this run ({not_fitted}); current counters here: "
+                     + ", ".join(current))
+    old = _kernels_at(stale, s)
+    if old:
+        parts.append(f"the counters of {len(old)} kernel(s) here are stale (read at another commit or "
+                     "launch than the times: stale_counters.csv)")
+    if parts:
+        return "; ".join(parts)
+    return ("no ncu counters at this shape (instructions, wavefronts, sectors per warp FMA are "
+            "shape-dependent: the compiled loop, tails and edge guards change them)")
 
 
 def _travel_why(s, inp: pd.DataFrame, left_out: pd.DataFrame | None) -> str:
@@ -392,7 +413,8 @@ def not_fitted(reason: str) -> pd.DataFrame:
 
 def tables(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | None, gpu,
            seed_loo: pd.DataFrame | None, seed_ledgers: pd.DataFrame | None,
-           predictions: pd.DataFrame | None) -> dict[str, pd.DataFrame | None]:
+           predictions: pd.DataFrame | None,
+           stale: pd.DataFrame | None = None) -> dict[str, pd.DataFrame | None]:
     """The bound model's tables by name: bounds, bound_constants, bound_steps, bound_findings,
     bound_travel, model_errors beside the seed's methods, and loo with a ``method`` column (the
     seed's leave-one-out rows "lstsq", then the bound model's). ``ncu``: the run's counters with
@@ -404,10 +426,11 @@ def tables(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | 
     seed = seed_rows(ledger, predictions)
     if bm is None:
         inp = bound_inputs.inputs(ledger, None, None, bounds.machine(gpu))
+        why = bound_inputs.why_not(ledger, ncu, sass, gpu)
         return {
             "loo": loo, "bounds": None, "bound_constants": None, "bound_steps": None,
-            "bound_findings": not_fitted(bound_inputs.why_not(ledger, ncu, sass, gpu)),
-            "bound_travel": travel(ledger, inp, seed_ledgers),
+            "bound_findings": not_fitted(why),
+            "bound_travel": travel(ledger, inp, seed_ledgers, stale=stale, not_fitted=why, ncu=ncu),
             "model_errors": seed if len(seed) else None,
         }
     errors = model_errors(bm.predictions, bm.constants, seed)
@@ -417,6 +440,6 @@ def tables(ledger: pd.DataFrame, ncu: pd.DataFrame | None, sass: pd.DataFrame | 
         "bound_constants": constants_table(bm.constants, bounds.machine(gpu)),
         "bound_steps": steps(bm.predictions, bm.constants.shape),
         "bound_findings": findings(bm.predictions, bm.constants, bm.loo, errors),
-        "bound_travel": travel(ledger, bm.inputs, seed_ledgers, bm.left_out),
+        "bound_travel": travel(ledger, bm.inputs, seed_ledgers, bm.left_out, stale=stale),
         "model_errors": errors,
     }

@@ -176,7 +176,8 @@ def draw_bounds(run: Run) -> Figure:
     for h, t in zip(handles, ax.get_legend().get_texts()):
         if h.get_gid() == "heading":
             t.set_fontweight("bold")
-    lay_out(fig, run, "Bound model and seed model: predicted vs measured")
+    lay_out(fig, run, "Bound model and seed model: predicted vs measured" if ours.any()
+            else "Seed model: predicted vs measured (the bound model was not fitted on this run)")
     mine = pts[ours]
     several = mine.groupby("kernel")["M"].transform("size") > 1
     names = [f"{r.kernel} @ {shape_tag(run, (int(r.M), int(r.N), int(r.K)))}" if many else str(r.kernel)
