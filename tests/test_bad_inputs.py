@@ -1,0 +1,148 @@
+"""Bad input that used to pass, or to end in a traceback or an abort: a times file cut short, a
+``--out`` folder holding something other than this run, a misspelt key in gpu.json, a kernel the
+target architecture cannot build, a run directory that cannot be written. Each is one line on
+stderr and exit 2 (or, for the kernel, one line and an error row), with nothing written. CPU only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from study.rundata import results, rundir
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "reports" / "data"
+FIXTURES = REPO / "tests" / "fixtures"
+SEED_TIMES = DATA / rundir.SEED_TIMES
+SEED_GPU = DATA / rundir.SEED_GPU
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def cli(module: str, *args, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m <module> args...`` as a user runs it."""
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "MPLBACKEND": "Agg", **(env or {})}
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def replay(times: Path, out: Path, *more, gpu: Path = SEED_GPU) -> subprocess.CompletedProcess:
+    return cli("study.run", "--from-results", times, "--gpu", gpu, "--out", out, *more)
+
+
+def lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip()]
+
+
+def refused(p: subprocess.CompletedProcess, *words: str) -> str:
+    """Exit 2, no traceback, exactly one stderr line ``error: ...`` holding every one of ``words``."""
+    shown = f"rc={p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
+    assert p.returncode == 2, shown
+    assert "Traceback" not in p.stderr, shown
+    got = lines(p.stderr)
+    assert len(got) == 1 and got[0].startswith("error:"), shown
+    for w in words:
+        assert w.lower() in got[0].lower(), f"{w!r} not in: {got[0]}"
+    return got[0]
+
+
+def one_line(rc: int, err: str, *words: str) -> str:
+    """The in-process form of :func:`refused`: ``main(...)``'s code and what capsys caught."""
+    assert rc == 2, err
+    got = lines(err)
+    assert len(got) == 1 and got[0].startswith("error:") and "Traceback" not in err, err
+    for w in words:
+        assert w.lower() in got[0].lower(), f"{w!r} not in: {got[0]}"
+    return got[0]
+
+
+def succeeded(p: subprocess.CompletedProcess) -> None:
+    assert p.returncode == 0, f"rc={p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
+    assert "Traceback" not in p.stderr, p.stderr
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root``: a file's bytes, None for a directory. Equal trees: nothing was
+    written, created or removed."""
+    root = Path(root)
+    if not root.exists():
+        return {}
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def cuda_absent():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: study.run would measure instead of copying the recorded run")
+
+
+# --- 1. a times file cut short ---------------------------------------------------------------------
+
+
+def test_a_times_file_cut_short_is_refused(tmp_path):
+    text = SEED_TIMES.read_bytes()
+    assert text.endswith(b",3.358\n")
+    times = tmp_path / "times.csv"
+    times.write_bytes(text[:-3])  # the last time, 3.358, now reads 3.3 and the newline is gone
+    out = tmp_path / "out"
+    refused(replay(times, out, "--no-report"), str(times), "truncated")
+    assert not out.exists()
+
+
+def test_a_last_row_with_fewer_fields_than_its_header_is_refused(tmp_path):
+    # rel_err after the time: the last row keeps its time but lost its check, newline and all
+    rows = pd.read_csv(SEED_TIMES, dtype=str).assign(rel_err="1.1e-06")
+    text = rows.to_csv(index=False).encode()
+    assert text.endswith(b",3.358,1.1e-06\n")
+    times = tmp_path / "times.csv"
+    times.write_bytes(text[: -len(b",1.1e-06\n")] + b"\n")
+    out = tmp_path / "out"
+    refused(replay(times, out, "--no-report"), str(times), "truncated", "fields")
+    assert not out.exists()
+
+
+def test_a_run_whose_counters_were_cut_short_is_refused_before_anything_is_derived(tmp_path, capsys):
+    from study.report.__main__ import main
+
+    d = tmp_path / "run"
+    (d / "data").mkdir(parents=True)
+    for name in ("results.csv", "clocks.csv", "gpu.json", "sass.csv", "ncu.csv"):
+        shutil.copyfile(FIXTURES / "report" / name, d / "data" / name)
+    ncu = d / "data" / "ncu.csv"
+    ncu.write_bytes(ncu.read_bytes().rstrip(b"\n")[:-2])
+    before = tree(d)
+    one_line(main([str(d)]), capsys.readouterr().err, str(ncu), "truncated")
+    assert tree(d) == before
+
+
+@pytest.mark.parametrize("path", sorted([*DATA.glob("*.csv"), *FIXTURES.rglob("*.csv")]),
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_every_committed_csv_still_reads(path):
+    results.check_complete(path)
+    assert len(results.read_csv(path).columns) > 0
+
+
+def test_rows_appended_by_the_results_file_read_back(tmp_path):
+    path = tmp_path / "data" / "results.csv"
+    f = results.ResultsFile(path)
+    f.append({"experiment": "main", "label": "main", "kernel": "TA", "M": 64, "N": 64, "K": 64, "ms": 0.5,
+              "config": json.dumps({"BM": 32, "BN": 64, "BK": 16})})  # commas and quotes inside a field
+    assert path.read_bytes().endswith(b"\n")
+    f.append_many([{"experiment": "main", "label": "main", "kernel": "K1", "M": 64, "N": 64, "K": 64,
+                    "ms": 1.5}])
+    df = results.read(path, required=["kernel", "ms", "config"])
+    assert list(df["kernel"]) == ["TA", "K1"] and list(df["ms"]) == [0.5, 1.5]
+    assert json.loads(df.at[0, "config"])["BN"] == 64
