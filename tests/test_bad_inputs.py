@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from study.rundata import results, rundir
+from study.rundata import results, rundir, tables
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "reports" / "data"
@@ -146,3 +146,75 @@ def test_rows_appended_by_the_results_file_read_back(tmp_path):
     df = results.read(path, required=["kernel", "ms", "config"])
     assert list(df["kernel"]) == ["TA", "K1"] and list(df["ms"]) == [0.5, 1.5]
     assert json.loads(df.at[0, "config"])["BN"] == 64
+
+
+# --- 2. a replay or a recorded copy: only into an empty folder or one holding the same run ---------
+
+
+def _occupied(d: Path, what: str) -> Path:
+    if what == "stray":
+        d.mkdir()
+        (d / "notes.txt").write_text("mine, not a run's\n")
+    elif what == "stray-in-data":
+        (d / "data").mkdir(parents=True)
+        (d / "data" / "notes.txt").write_text("mine, not a run's\n")
+    elif what == "reports-data":  # --out reports/data: a run's files at the folder's top level
+        shutil.copytree(DATA, d)
+    else:  # another run: the synthetic fixture's measured files
+        (d / "data").mkdir(parents=True)
+        for name in ("results.csv", "clocks.csv", "gpu.json", "sass.csv"):
+            shutil.copyfile(FIXTURES / "report" / name, d / "data" / name)
+    return d
+
+
+@pytest.mark.parametrize("what", ["stray", "stray-in-data", "reports-data", "another-run"])
+def test_a_replay_into_a_folder_holding_other_files_is_refused(tmp_path, what):
+    d = _occupied(tmp_path / "out", what)
+    before = tree(d)
+    refused(replay(SEED_TIMES, d), str(d), "empty directory")
+    assert tree(d) == before
+
+
+@pytest.mark.parametrize("what", ["stray", "reports-data", "another-run"])
+def test_a_recorded_copy_into_a_folder_holding_other_files_is_refused(tmp_path, cuda_absent, what):
+    d = _occupied(tmp_path / "out", what)
+    before = tree(d)
+    refused(cli("study.run", "--no-sass", "--out", d), str(d), "empty directory")
+    assert tree(d) == before
+
+
+def test_a_replay_goes_into_an_empty_folder_and_rederives_its_own_run(tmp_path):
+    d = tmp_path / "out"
+    d.mkdir()
+    succeeded(replay(SEED_TIMES, d, "--no-report"))
+    inputs = {n: (d / "data" / n).read_bytes() for n in (rundir.RESULTS, rundir.GPU)}
+    (d / rundir.REPORT).write_text("# an earlier render\n")
+    (d / rundir.FIGURES).mkdir()
+    (d / rundir.FIGURES / "throughput.png").write_bytes(b"png")
+    (d / rundir.LOCAL).mkdir()
+    (d / rundir.LOCAL / "sass_sm_90.csv").write_text("kernel\nK1\n")
+    succeeded(replay(SEED_TIMES, d, "--no-report"))  # the same inputs: it re-derives in place
+    assert {n: (d / "data" / n).read_bytes() for n in inputs} == inputs
+    assert (d / rundir.LOCAL / "sass_sm_90.csv").read_text() == "kernel\nK1\n"
+    (d / "notes.txt").write_text("mine\n")  # ... but not beside a file that is no part of a run
+    before = tree(d)
+    refused(replay(SEED_TIMES, d, "--no-report"), str(d), "notes.txt")
+    assert tree(d) == before
+
+
+def test_a_recorded_copy_rederives_into_a_run_directory_of_the_same_inputs(tmp_path, cuda_absent):
+    d = tmp_path / "run"
+    shutil.copytree(DATA, d / "data")  # a copy of reports/: measured, seed and derived tables
+    (d / rundir.REPORT).write_text("# an earlier render\n")
+    shutil.copytree(REPO / "reports" / rundir.FIGURES, d / rundir.FIGURES)
+    (d / rundir.LOCAL).mkdir()
+    (d / rundir.LOCAL / "sass_sm_90.csv").write_text("kernel\nK1\n")
+    measured = {n: (d / "data" / n).read_bytes() for n in rundir.MEASURED if (d / "data" / n).is_file()}
+    succeeded(cli("study.run", "--no-sass", "--no-report", "--out", d))
+    assert {n: (d / "data" / n).read_bytes() for n in measured} == measured
+    assert (d / rundir.LOCAL / "sass_sm_90.csv").read_text() == "kernel\nK1\n"
+
+
+def test_every_file_of_the_reference_run_is_declared():
+    # a copy of reports/ is a run directory of the recorded run's inputs, not a folder of strays
+    assert sorted(p.name for p in DATA.iterdir() if p.name not in tables.BY_FILE) == []
