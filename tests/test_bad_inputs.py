@@ -16,7 +16,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from study.errors import InputError
 from study.rundata import results, rundir, tables
+from study.rundata.gpu import GPU
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "reports" / "data"
@@ -218,3 +220,48 @@ def test_a_recorded_copy_rederives_into_a_run_directory_of_the_same_inputs(tmp_p
 def test_every_file_of_the_reference_run_is_declared():
     # a copy of reports/ is a run directory of the recorded run's inputs, not a folder of strays
     assert sorted(p.name for p in DATA.iterdir() if p.name not in tables.BY_FILE) == []
+
+
+# --- 3. unknown keys in gpu.json -------------------------------------------------------------------
+
+KNOWN_KEYS = ("name", "sms", "fp32_lanes_per_sm", "sm_clock_mhz", "mem_clock_mhz", "bus_width_bits",
+              "sampled_sm_clock_mhz", "l2_bytes", "cc", "read_gbps", "copy_gbps", "roof_buffer_bytes")
+
+
+@pytest.mark.parametrize("typo,key", [("sampled_sm_clok_mhz", "sampled_sm_clock_mhz"),
+                                      ("l2_byts", "l2_bytes")])
+def test_a_misspelt_key_in_gpu_json_is_refused(tmp_path, typo, key):
+    data = json.loads(SEED_GPU.read_text())
+    data[typo] = data.pop(key)
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(data, indent=2))
+    with pytest.raises(InputError) as e:
+        GPU.from_json(path)
+    msg = str(e.value)
+    assert "\n" not in msg and str(path) in msg and repr(typo) in msg
+    assert all(k in msg for k in KNOWN_KEYS), msg
+    out = tmp_path / "out"
+    refused(replay(SEED_TIMES, out, "--no-report", gpu=path), typo, "unknown key")
+    assert not out.exists()
+
+
+def test_two_unknown_keys_are_both_named():
+    data = {**json.loads(SEED_GPU.read_text()), "l2_byts": 1, "colour": "green"}
+    with pytest.raises(InputError, match=r"unknown keys 'colour', 'l2_byts'"):
+        GPU.from_dict(data)
+
+
+@pytest.mark.parametrize("path", [DATA / "gpu.json", SEED_GPU, *sorted(FIXTURES.rglob("gpu.json"))],
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_every_gpu_json_of_the_repository_loads(path):
+    g = GPU.from_json(path)
+    assert GPU.from_dict(g.to_dict()) == g
+
+
+def test_a_description_with_every_field_loads(tmp_path):
+    # what a measuring run writes: every optional field, the roofs and the sampled clock included
+    g = GPU("NVIDIA H200", 132, 128, 1980.0, 3201.0, 6016, sampled_sm_clock_mhz=1980.0, l2_bytes=62914560,
+            cc="9.0", read_gbps=4358.0, read_p20_gbps=4332.0, read_p80_gbps=4376.0, copy_gbps=4208.0,
+            copy_p20_gbps=4203.0, copy_p80_gbps=4211.0, roof_buffer_bytes=2**30)
+    g.to_json(tmp_path / "gpu.json")
+    assert GPU.from_json(tmp_path / "gpu.json") == g
