@@ -265,3 +265,65 @@ def test_a_description_with_every_field_loads(tmp_path):
             copy_p20_gbps=4203.0, copy_p80_gbps=4211.0, roof_buffer_bytes=2**30)
     g.to_json(tmp_path / "gpu.json")
     assert GPU.from_json(tmp_path / "gpu.json") == g
+
+
+# --- 4. a kernel that cannot be built for the target architecture ----------------------------------
+
+
+def _tools():
+    from study.toolchain import tools
+
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return None, None
+    return tools.find_cuobjdump(), tools.find_nvcc()
+
+
+needs_triton_and_cuobjdump = pytest.mark.skipif(
+    _tools()[0] is None,
+    reason="needs triton and cuobjdump (PATH or the triton wheel) to compile and dump SASS")
+
+
+@needs_triton_and_cuobjdump
+def test_a_kernel_the_arch_cannot_build_is_an_error_row_not_an_abort(tmp_path, cuda_absent):
+    # G12's copies are cp.async, which sm_75 has not: Triton's compiler aborts on it. K12 (nvcc)
+    # is the rest of the run where nvcc is present, else G10, a Gluon twin that builds for sm_75
+    other = "K12" if _tools()[1] is not None else "G10"
+    out = tmp_path / "run"
+    p = cli("study.run", "--arch", "sm_75", "--kernels", f"G12,{other}", "--out", out, "--no-report",
+            env={"SGEMM_SASS_CACHE": str(tmp_path / "cache")})
+    shown = f"rc={p.returncode}\nstderr:\n{p.stderr}"
+    assert p.returncode in (0, 2), shown  # never 134 (SIGABRT) or -6
+    assert "Traceback" not in p.stderr, shown
+    assert not [ln for ln in lines(p.stderr) if ln.startswith("LLVM ERROR")], shown  # the compiler's own
+    about = [ln for ln in lines(p.stderr) if "G12" in ln]
+    assert len(about) == 1 and "sm_75" in about[0], shown
+    if p.returncode == 0:
+        sass = pd.read_csv(out / rundir.LOCAL / "sass_sm_75.csv", keep_default_na=False).set_index("kernel")
+        assert sass.at["G12", "error"] != "" and "G12" in sass.at["G12", "error"]
+        assert other in sass.index and sass.at[other, "arch"] == "sm_75"
+        if other == "G10":
+            assert sass.at["G10", "error"] == "" and int(sass.at["G10", "FFMA"]) > 0
+        assert (out / "data" / T_LEDGERS).is_file()  # the run went on past the SASS
+
+
+T_LEDGERS = tables.T.ledgers.file
+
+
+@needs_triton_and_cuobjdump
+def test_a_compile_that_aborts_in_its_child_is_a_compile_error(monkeypatch, tmp_path):
+    from study import kernels
+    from study.toolchain import compile as tc
+
+    monkeypatch.setenv("SGEMM_SASS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(tc, "_TRITON_COMPILED", {})
+    with tc.TritonChild() as child:
+        with pytest.raises(tc.CompileError, match=r"G12: .*(abort|died).*cp\.async"):
+            tc.compile_triton(kernels.get("G12"), "sm_75", child=child)
+        # the child that died is replaced: the next kernel compiles, and as it does in this process
+        there = tc.compile_triton(kernels.get("T5"), "sm_75", child=child)
+    monkeypatch.setattr(tc, "_TRITON_COMPILED", {})
+    here = tc.compile_triton(kernels.get("T5"), "sm_75")
+    assert there["cubin"].read_bytes() == here["cubin"].read_bytes()
+    assert {k: v for k, v in there.items() if k != "cubin"} == {k: v for k, v in here.items() if k != "cubin"}
