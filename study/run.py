@@ -181,6 +181,8 @@ def recorded(plan: Plan) -> int:
     if rd.data.resolve() != src.data.resolve():
         files = {n: src.file(n).read_bytes() for n in rundir.MEASURED if src.has(n)}
         rd.claim_copy(files, "a copy of the recorded run")  # a refusal is its one line, nothing before
+    rd.check_writable()  # the copy, the local SASS, the derived tables and the report all go here
+    if files is not None:
         rd.write_inputs(files)
     say(
         "no CUDA device: measured nothing. Re-deriving the recorded run and computing what needs no GPU "

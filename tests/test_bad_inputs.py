@@ -327,3 +327,75 @@ def test_a_compile_that_aborts_in_its_child_is_a_compile_error(monkeypatch, tmp_
     here = tc.compile_triton(kernels.get("T5"), "sm_75")
     assert there["cubin"].read_bytes() == here["cubin"].read_bytes()
     assert {k: v for k, v in there.items() if k != "cubin"} == {k: v for k, v in here.items() if k != "cubin"}
+
+
+# --- 5. a run directory that cannot be written -----------------------------------------------------
+
+
+@pytest.fixture
+def replayed(tmp_path) -> Path:
+    d = tmp_path / "run"
+    succeeded(replay(SEED_TIMES, d, "--no-report"))
+    return d
+
+
+def _read_only(monkeypatch, root: Path) -> None:
+    """``os.access`` answers as it would were ``root`` on a read-only file system (root, which these
+    tests may run as, is refused nothing by permission bits)."""
+    real, root = os.access, Path(root).resolve()
+
+    def access(path, mode, *a, **k):
+        p = Path(path).resolve()
+        if mode & os.W_OK and (p == root or root in p.parents):
+            return False
+        return real(path, mode, *a, **k)
+
+    monkeypatch.setattr(os, "access", access)
+
+
+def test_report_of_a_directory_that_cannot_be_written_is_one_line(replayed, monkeypatch, capsys):
+    from study.report.__main__ import main
+
+    before = tree(replayed)
+    _read_only(monkeypatch, replayed)
+    one_line(main([str(replayed)]), capsys.readouterr().err, f"{replayed}: cannot write")
+    assert tree(replayed) == before
+
+
+def test_report_whose_write_fails_midway_is_one_line(replayed, monkeypatch, capsys):
+    from study.report.__main__ import main
+
+    def denied(self, path=None, *a, **k):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", denied)
+    one_line(main([str(replayed)]), capsys.readouterr().err, "Permission denied", str(replayed))
+
+
+@pytest.mark.parametrize("exists", [True, False], ids=["existing", "new"])
+def test_replay_into_a_directory_that_cannot_be_written_is_one_line(tmp_path, monkeypatch, capsys, exists):
+    from study.run import main
+
+    parent = tmp_path / "ro"
+    out = parent / "run"
+    out.mkdir(parents=True) if exists else parent.mkdir()
+    before = tree(parent)
+    _read_only(monkeypatch, parent)
+    rc = main(["--from-results", str(SEED_TIMES), "--gpu", str(SEED_GPU), "--out", str(out)])
+    one_line(rc, capsys.readouterr().err, str(out), "cannot")
+    assert tree(parent) == before
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="root writes through permission bits: the os.access tests above stand in")
+def test_report_of_a_read_only_directory_as_a_user(replayed):
+    modes = {p: p.stat().st_mode for p in [replayed, *replayed.rglob("*")]}
+    for p in modes:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    try:
+        before = tree(replayed)
+        refused(cli("study.report", replayed), str(replayed), "cannot write")
+        assert tree(replayed) == before
+    finally:
+        for p, m in modes.items():
+            p.chmod(m)

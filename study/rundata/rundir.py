@@ -24,6 +24,7 @@ anything is written:
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,8 @@ DERIVED = tuple(t.file for t in tables.DERIVED)
 REPORT = "REPORT.md"
 FIGURES = "figures"
 LOCAL = "local"
+
+_READ_ONLY = "no permission to write, or a read-only file system"
 
 # the seed GPU's published times and constants, kept beside the reference run
 SEED_TIMES, SEED_GPU = (t.file for t in tables.SEED)
@@ -169,15 +172,36 @@ class RunDir:
         return out
 
     # --- writing -----------------------------------------------------------------------------------
+    def check_writable(self, where: str | None = None) -> None:
+        """InputError (one line, ``where`` first: default ``--out DIR``) unless every place a run,
+        its derivation and its report write here can be written: the directory (or, where it does
+        not exist yet, the nearest folder above it), data/, figures/, local/ and the files in them
+        that are rewritten. Checked before anything is written, so a refusal leaves it as it was."""
+        where = where or f"--out {self.root}"
+        if not self.root.exists():
+            above = next((p for p in self.root.absolute().parents if p.exists()), None)
+            if above is not None and not os.access(above, os.W_OK | os.X_OK):
+                raise InputError(f"{where}: cannot create {self.data}: {above} is not writable")
+            return
+        rewritten = [self.report, *(self.data / n for n in DERIVED)]
+        for folder in (self.root, self.data, self.figures, self.local):
+            if folder.is_dir():
+                if not os.access(folder, os.W_OK | os.X_OK):
+                    raise InputError(f"{where}: cannot write {folder} ({_READ_ONLY})")
+                if folder in (self.figures, self.local):
+                    rewritten += [p for p in folder.iterdir() if p.is_file()]
+        for path in rewritten:
+            if path.is_file() and not os.access(path, os.W_OK):
+                raise InputError(f"{where}: cannot write {path} ({_READ_ONLY})")
+
     def create(self) -> None:
+        self.check_writable()
         try:
             self.data.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise InputError(f"--out {self.root}: cannot create {self.data} ({e.strerror or e})") from None
-        import os
-
         if not os.access(self.data, os.W_OK | os.X_OK):
-            raise InputError(f"--out {self.root}: {self.data} is not writable")
+            raise InputError(f"--out {self.root}: cannot write {self.data} ({_READ_ONLY})")
 
     def write_inputs(self, files: dict[str, bytes]) -> None:
         """Write measured inputs copied from elsewhere (after :meth:`claim_copy`)."""
