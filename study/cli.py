@@ -8,6 +8,7 @@ with :class:`Parser`, converts values with the functions here, and runs its body
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,8 @@ def say(msg: str) -> None:
 
 
 def main(body: Callable[[], int]) -> int:
-    """Run a CLI body: InputError -> ``error: <one line>`` and exit 2."""
+    """Run a CLI body: InputError, or a file the system refuses to read or write (permissions, a
+    read-only file system) -> ``error: <one line>`` and exit 2."""
     try:
         return body()
     except InputError as e:  # the message alone: the type adds nothing to a line of bad input
@@ -42,6 +44,11 @@ def main(body: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as e:  # a file refused by the system midway (permissions, a read-only mount): not a bug
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not e.filename:
+            raise
+        print(f"error: {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 def positive_int(text: str, what: str = "sizes") -> int:

@@ -189,6 +189,8 @@ def recorded(plan: Plan) -> int:
     if rd.data.resolve() != src.data.resolve():
         files = {n: src.file(n).read_bytes() for n in rundir.MEASURED if src.has(n)}
         rd.claim_copy(files, "a copy of the recorded run")  # a refusal is its one line, nothing before
+    rd.check_writable()  # the copy, the local SASS, the derived tables and the report all go here
+    if files is not None:
         rd.write_inputs(files)
     say(
         "no CUDA device: measured nothing. Re-deriving the recorded run and computing what needs no GPU "
@@ -313,16 +315,21 @@ def sass_tables(plan: Plan, arch: str, configs: dict):
     experiment's shapes: needs nvcc and cuobjdump, never a GPU; (None, None) with one line when
     a tool is missing."""
     from study.toolchain import table, tools
+    from study.toolchain.triton_child import TritonChild
 
     chosen = [k for k in plan.kernels if k.impl != "cublas"]
     try:
-        return (
-            table.sass_table(chosen, arch, configs=configs),
-            table.stride_table(chosen, experiments.stride_shapes(chosen), arch, configs=configs),
-        )
+        with TritonChild() as child:  # one child process compiles both tables' Triton kernels
+            df = table.sass_table(chosen, arch, configs=configs, child=child)
+            widths = table.stride_table(chosen, experiments.stride_shapes(chosen), arch, configs=configs,
+                                        child=child)
     except tools.SassUnavailable as e:
         say(str(e))  # the message says "SASS skipped: ..." itself
         return None, None
+    for kid, error in zip(df["kernel"], df["error"], strict=True):
+        if error:  # its row says so too; the rest of the table and of the run go on
+            say(f"{kid}: no SASS for {arch} ({error.removeprefix(f'{kid}: ')})")
+    return df, widths
 
 
 def run_sass(plan: Plan, rd: RunDir, arch: str, configs: dict) -> None:

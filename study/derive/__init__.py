@@ -103,6 +103,13 @@ class Derivation:
                  note: bool = True):
         self.rd, self.seed = rd, seed
         self._values: dict[str, pd.DataFrame | None] = {}
+        # a measured file cut short is refused before any table is written, not when first read
+        inputs = [rd.file(n) for n in rd_files.MEASURED if n.endswith(".csv")]
+        if seed is not None:
+            inputs.append(seed.file(rd_files.SEED_TIMES))
+        for path in inputs:
+            if path.is_file():
+                results_io.check_complete(path)
         self.rows = read_results(rd)
         gpu, self.gpu_source = for_run(rd.file(rd_files.GPU), self.rows)
         if not gpu.sampled_sm_clock_mhz:  # derived from the rows, never written into gpu.json

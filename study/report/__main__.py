@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         rd = RunDir(out)
         if not rd.file(rundir.RESULTS).is_file():
             raise InputError(f"{out}: no data/results.csv (not a run directory)")
+        rd.check_writable(str(out))  # it is re-derived and re-rendered in place
         from study import derive, report
 
         derive.derive(rd, seed=RunDir(REPO / "reports"), note=False)

@@ -5,14 +5,16 @@ hard-coded. The three formulas below (FP32 peak, DRAM peak, cadence floor) are t
 definitions of those figures in the project; ``study.derive.ledgers`` uses them. The measured
 bandwidth roofs (`docs/method.md#bandwidth-roof`: a plain device read and a device-to-device
 copy, timed by ``study.measure.bench.bandwidth_roofs`` when a measuring run starts) are optional fields:
-a description without them (a replay, an older run) is still whole.
+a description without them (a replay, an older run) is still whole. A key that is no field of
+:class:`GPU` is refused, never dropped.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from study import arch
@@ -105,6 +107,13 @@ class GPU:
     def from_dict(cls, data: dict, where: str = "GPU description") -> GPU:
         if not isinstance(data, dict):
             raise InputError(f"{where}: expected a JSON object with keys {', '.join(_REQUIRED)}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(k for k in data if k not in known)
+        if unknown:  # a misspelt optional key would otherwise be dropped, its value lost unseen
+            guesses = [f"{k!r} (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(k, known, 1))
+                       else repr(k) for k in unknown]
+            raise InputError(f"{where}: unknown key{'s' * (len(unknown) > 1)} {', '.join(guesses)}; "
+                             f"known keys: {', '.join(known)}")
         for key in _REQUIRED:
             if key not in data:
                 raise InputError(f"{where}: missing key {key!r}")

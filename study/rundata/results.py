@@ -124,12 +124,42 @@ class ResultsFile:
         return header
 
 
+def check_complete(path: Path) -> None:
+    """InputError (one line) where ``path`` may have been cut short: a CSV that does not end in a
+    newline, or whose last row has fewer fields than its header. Every writer of a run's CSVs
+    ends each row with a newline, so either is a file stopped mid-row (a killed copy, a full disk),
+    whose last number can read as another. An empty file is left to the reader."""
+    path = Path(path)
+    with path.open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) != b"\n":
+            raise InputError(f"{path}: does not end in a newline: it may be truncated (its last row cut "
+                             "short); restore the whole file")
+    header = last = None
+    try:
+        with path.open(newline="", encoding="utf-8", errors="replace") as f:
+            for row in csv.reader(f):
+                if any(cell.strip() for cell in row):  # blank lines are no rows
+                    header = row if header is None else header
+                    last = row
+    except csv.Error:  # not a CSV at all: the reader's own error names it
+        return
+    if header is not None and last is not header and len(last) < len(header):
+        raise InputError(f"{path}: its last row has {len(last)} fields, its header {len(header)}: it may be "
+                         "truncated (its last row cut short); restore the whole file")
+
+
 def read_csv(path: Path) -> pd.DataFrame:
     """A CSV of a run, numbers read back with the digits they were written with (round trip), so
     a table derived twice from the same rows is the same bytes on any machine (pandas' default
-    float parser has not always been exact)."""
+    float parser has not always been exact). A file that may have been cut short
+    (:func:`check_complete`) is an InputError."""
     import warnings
 
+    check_complete(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # newer pandas deprecates the option its default now equals
         return pd.read_csv(path, float_precision="round_trip")
@@ -155,6 +185,7 @@ def done_keys(path: Path) -> set[tuple]:
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
         return set()
+    check_complete(path)  # rows appended after a cut-short one would be glued onto it
     df = pd.read_csv(path, dtype={"label": str})
     return {key_of(r) for r in df.to_dict("records")}
 
@@ -177,6 +208,7 @@ def measured(path: Path) -> dict[tuple, dict]:
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
         return {}
+    check_complete(path)
     df = pd.read_csv(path, dtype={"label": str, "config": str})
     memo = {}
     for r in df.to_dict("records"):

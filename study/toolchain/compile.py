@@ -3,9 +3,10 @@
 CUDA kernels go through ``nvcc -cubin -O3 -Xptxas -v`` (the ptxas report is kept beside the
 cubin); Triton kernels through :mod:`triton_kernels.aot` (ahead of time, at the 4096^3
 representative launch), which returns the cubin's bytes and this module writes them to the
-cache. The cache is ``$SGEMM_SASS_CACHE``, else ``~/.cache/sgemm-ledgers/sass``, never inside
-the repository. A kernel that fails raises ``CompileError``; the SASS table records it in
-the kernel's row and carries on.
+cache; the SASS tables compile them in a child process (``study.toolchain.triton_child``), where
+an abort of the compiler is one kernel's CompileError. The cache is ``$SGEMM_SASS_CACHE``, else
+``~/.cache/sgemm-ledgers/sass``, never inside the repository. A kernel that fails raises
+``CompileError``; the SASS table records it in the kernel's row and carries on.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from study import arch as arches
 from study.errors import InputError
 from study.kernels.registration import source_closure
 from study.toolchain.tools import nvcc_version_text, require_nvcc
+from study.toolchain.triton_child import ChildDied, ChildFailed, TritonChild
 
 REPO = Path(__file__).resolve().parents[2]
 NVCC_FLAGS = ("-cubin", "-O3", "-Xptxas", "-v")
@@ -159,7 +161,7 @@ def resources_cuda(kernel, arch="sm_90") -> dict:
 
 
 def compile_triton(kernel, arch="sm_90", config: dict | None = None,
-                   shape: tuple[int, int, int] | None = None) -> dict:
+                   shape: tuple[int, int, int] | None = None, child: TritonChild | None = None) -> dict:
     """Ahead-of-time compile of a Triton kernel for ``arch`` (no GPU needed).
 
     Goes through ``triton_kernels.aot`` with the registry entry's module (``kernel.target``)
@@ -177,6 +179,10 @@ def compile_triton(kernel, arch="sm_90", config: dict | None = None,
     Compiles are remembered per (kernel id, arch, resolved launch): the configuration and
     every argument value the compile specialises on, so a different config, or a tuning
     result that arrives later, compiles anew.
+
+    ``child``: compile in that child process (:class:`study.toolchain.triton_child.TritonChild`),
+    the same launch with the same result, so that a compiler that aborts on the target is this
+    kernel's CompileError rather than the end of this process; None compiles here.
     """
     a = arches.get(arch)
     aot = _triton_aot(kernel)
@@ -197,7 +203,9 @@ def compile_triton(kernel, arch="sm_90", config: dict | None = None,
            tuple(sorted(spec.extra_options.items())))
     hit = _TRITON_COMPILED.get(key)
     if hit is None:
-        hit = _TRITON_COMPILED[key] = _compile_triton(aot, kernel, a, spec)
+        # the child resolves the same function; a tuned kernel's config is the one resolved here
+        in_child = None if child is None else (child, {**options, "config": used or options["config"]})
+        hit = _TRITON_COMPILED[key] = _compile_triton(aot, kernel, a, spec, in_child)
     return {**hit, "config": dict(used) if used else None}
 
 
@@ -214,12 +222,20 @@ def _triton_aot(kernel):
         raise CompileError(f"{kernel.id}: cannot import triton_kernels.aot: {why}") from None
 
 
-def _compile_triton(aot, kernel, a: arches.Arch, spec) -> dict:
+def _compile_triton(aot, kernel, a: arches.Arch, spec, in_child=None) -> dict:
     try:
-        res = aot.compile_sass_target(spec, arch=a.number)
+        if in_child is None:
+            res = aot.compile_sass_target(spec, arch=a.number)
+        else:
+            child, options = in_child
+            res = child.compile(kernel.target, options, spec, a.number)
+    except ChildDied as e:
+        raise CompileError(f"{kernel.id}: Triton AOT compile for {a.sm} died in its child process: "
+                           f"{e}") from None
     except Exception as e:
         msg = str(e).strip().splitlines()
-        raise CompileError(f"{kernel.id}: Triton AOT compile failed: {type(e).__name__}: "
+        kind = e.kind if isinstance(e, ChildFailed) else type(e).__name__
+        raise CompileError(f"{kernel.id}: Triton AOT compile failed: {kind}: "
                            f"{msg[0] if msg else ''}") from None
     if not res.cubin:
         raise CompileError(f"{kernel.id}: Triton AOT returned no cubin")

@@ -9,6 +9,7 @@ occupancy, with the toolchain versions that produced them (conventions in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import subprocess
@@ -20,6 +21,7 @@ from study.toolchain import tools
 from study.toolchain.compile import CompileError, compile_cuda, compile_triton, resources_cuda
 from study.toolchain.occupancy import occupancy_limits
 from study.toolchain.sass import dump_sass, histogram, loop_histogram, main_loop, resources_cubin, spill_bytes
+from study.toolchain.triton_child import TritonChild
 
 TABLE_COLUMNS = [
     "kernel", "impl", "arch", "symbol",
@@ -43,9 +45,10 @@ def _check_tools(kernels: list) -> None:
         tools.require_nvcc()
 
 
-def kernel_sass(kernel, arch="sm_90", config: dict | None = None, path=None) -> dict:
+def kernel_sass(kernel, arch="sm_90", config: dict | None = None, path=None, child=None) -> dict:
     """One table row for one CUDA or Triton kernel (raises CompileError on failure); for a CUDA
-    kernel, of one of its paths (``path``, default its only one: ``Kernel.paths``).
+    kernel, of one of its paths (``path``, default its only one: ``Kernel.paths``). ``child``: the
+    ``TritonChild`` a Triton kernel is compiled in (None: in this process).
 
     ``arch``: anything :func:`study.arch.get` takes. ``config``: the configuration to compile an
     autotuned Triton kernel with (see ``compile_triton``); the row's ``config`` holds the one
@@ -63,7 +66,7 @@ def kernel_sass(kernel, arch="sm_90", config: dict | None = None, path=None) -> 
         ptxas = resources_cuda(path, a)
         registers, smem, threads = ptxas["registers"], ptxas["smem_bytes"], path.threads
     elif kernel.impl == "triton":
-        t = compile_triton(kernel, a, config)
+        t = compile_triton(kernel, a, config, child=child)
         cubin, symbol, smem = t["cubin"], t["name"], t["smem_bytes"]
         registers = None  # from the cubin below
         threads = t["threads"] or kernel.threads
@@ -88,7 +91,7 @@ def kernel_sass(kernel, arch="sm_90", config: dict | None = None, path=None) -> 
     return row
 
 
-def sass_table(kernels=None, arch="sm_90", configs: dict[str, dict] | None = None):
+def sass_table(kernels=None, arch="sm_90", configs: dict[str, dict] | None = None, child=None):
     """One row per CUDA and Triton kernel (cuBLAS skipped): histograms, main-loop ratios, resources.
 
     ``kernels``: Kernel objects, ids, a "K3,K6" spec, or None for the whole registry.
@@ -102,7 +105,9 @@ def sass_table(kernels=None, arch="sm_90", configs: dict[str, dict] | None = Non
     a run measured. Ids of kernels not in ``kernels`` are ignored; an entry for a kernel that is
     not autotuned is an InputError.
     Raises ``SassUnavailable`` (message: "SASS skipped: ...") when nvcc/cuobjdump are missing;
-    a kernel that fails to compile gets a row with ``error`` set and the rest carry on.
+    a kernel that fails to compile gets a row with ``error`` set and the rest carry on. Triton
+    kernels are compiled in ``child`` (a ``TritonChild``; None: one of this table's own), so that a
+    compiler that aborts on the target (LLVM's "Cannot select") is that kernel's error row.
 
     Resources: ``registers`` per thread; ``smem_bytes`` the kernel's own shared memory per block
     (CUDA: static, from ptxas; Triton: its dynamic allocation), without the 1 KB the driver
@@ -124,19 +129,20 @@ def sass_table(kernels=None, arch="sm_90", configs: dict[str, dict] | None = Non
             raise InputError(f"configs names {k.id}, which is not an autotuned kernel")
     _check_tools(picked)
     rows = []
-    for k in picked:
-        try:
-            paths = k.paths if k.impl == "cuda" else [None]
-        except InputError as e:  # a .cu whose SGEMM_REGISTER lines cannot be read: its row says why
-            rows.append({"kernel": k.id, "impl": k.impl, "arch": a.sm, "error": str(e)})
-            continue
-        for path in paths:
+    with _child(child) as child:  # a compiler abort ends the child, not the run: one kernel's row
+        for k in picked:
             try:
-                rows.append(kernel_sass(k, a, configs.get(k.id), path))
-            except (CompileError, tools.SassUnavailable, OSError, subprocess.SubprocessError) as e:
-                what = path or k
-                rows.append({"kernel": k.id, "impl": k.impl, "arch": a.sm, "symbol": what.symbol,
-                             "threads": what.threads, "error": str(e)})
+                paths = k.paths if k.impl == "cuda" else [None]
+            except InputError as e:  # a .cu whose SGEMM_REGISTER lines cannot be read: its row says why
+                rows.append({"kernel": k.id, "impl": k.impl, "arch": a.sm, "error": str(e)})
+                continue
+            for path in paths:
+                try:
+                    rows.append(kernel_sass(k, a, configs.get(k.id), path, child))
+                except (CompileError, tools.SassUnavailable, OSError, subprocess.SubprocessError) as e:
+                    what = path or k
+                    rows.append({"kernel": k.id, "impl": k.impl, "arch": a.sm, "symbol": what.symbol,
+                                 "threads": what.threads, "error": str(e)})
     df = pd.DataFrame(rows)
     df["nvcc"] = tools.nvcc_version()
     df["triton"] = tools.triton_version()
@@ -147,6 +153,11 @@ def sass_table(kernels=None, arch="sm_90", configs: dict[str, dict] | None = Non
             df[col] = df[col].fillna("")
     extra = [c for c in df.columns if c not in TABLE_COLUMNS]
     return df[TABLE_COLUMNS + extra]
+
+
+def _child(given):
+    """``given``, left open for its owner, or a child of the caller's own, closed after it."""
+    return contextlib.nullcontext(given) if given is not None else TritonChild()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,39 +178,41 @@ def load_widths(instrs) -> dict[str, int]:
     return out
 
 
-def stride_table(kernels, shapes, arch="sm_90", configs: dict[str, dict] | None = None):
+def stride_table(kernels, shapes, arch="sm_90", configs: dict[str, dict] | None = None, child=None):
     """The main loop's global-load widths of each kernel at each of ``shapes``, compiled as a launch
     at that shape would be (no GPU needed).
 
     A Triton kernel is compiled anew per shape: Triton specialises its integer arguments on
     divisibility by 16, so at n = 4097 (or 4100) the strides lose their 128-bit loads. A CUDA
     kernel is one binary for every shape (``specialised`` False): its load widths are the code's,
-    and a shape it refuses (K6…K10 at 4097) is a row with ``error`` set. Same tool needs and
-    errors as ``sass_table``.
+    and a shape it refuses (K6…K10 at 4097) is a row with ``error`` set. Same tool needs, errors
+    and ``child`` as ``sass_table``.
     """
     a = arches.get(arch)
     picked = [k for k in registry.resolve(kernels) if k.impl in ("cuda", "triton")]
     _check_tools(picked)
     configs = configs or {}
     rows = []
-    for k in picked:
-        for shape in shapes:
-            row = {"kernel": k.id, "impl": k.impl, "arch": a.sm, "M": shape[0], "N": shape[1], "K": shape[2],
-                   "specialised": k.impl == "triton", "error": ""}
-            try:
-                if k.impl == "cuda":
-                    refused = k.constraint_error(*shape)
-                    if refused:
-                        raise CompileError(refused)
-                    path = k.path_for(*shape, a.cc)
-                    cubin, symbol = compile_cuda(path, a), path.symbol
-                else:
-                    t = compile_triton(k, a, configs.get(k.id) if k.tuned else None, shape=shape)
-                    cubin, symbol = t["cubin"], t["name"]
-                row.update(load_widths(dump_sass(cubin, symbol)))
-            except CompileError as e:
-                row["error"] = str(e)
-            rows.append(row)
+    with _child(child) as child:
+        for k in picked:
+            for shape in shapes:
+                row = {"kernel": k.id, "impl": k.impl, "arch": a.sm, "M": shape[0], "N": shape[1],
+                       "K": shape[2], "specialised": k.impl == "triton", "error": ""}
+                try:
+                    if k.impl == "cuda":
+                        refused = k.constraint_error(*shape)
+                        if refused:
+                            raise CompileError(refused)
+                        path = k.path_for(*shape, a.cc)
+                        cubin, symbol = compile_cuda(path, a), path.symbol
+                    else:
+                        t = compile_triton(k, a, configs.get(k.id) if k.tuned else None, shape=shape,
+                                           child=child)
+                        cubin, symbol = t["cubin"], t["name"]
+                    row.update(load_widths(dump_sass(cubin, symbol)))
+                except CompileError as e:
+                    row["error"] = str(e)
+                rows.append(row)
     import pandas as pd
 
     return pd.DataFrame(rows, columns=WIDTH_COLUMNS)
