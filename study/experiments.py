@@ -203,8 +203,9 @@ def parse(spec: str | None) -> list[str]:
 
 def refusal(kernel: Kernel, p: Point) -> str | None:
     """Why ``kernel`` cannot be measured at ``p`` whatever its shape, or None: a padded point
-    needs strided operands, which the CUDA kernels refuse (``kernels.check_cuda_operands``)."""
-    if p.ld is not None and kernel.impl == "cuda":
+    needs strided operands, which a kernel that takes contiguous operands only refuses (every CUDA
+    kernel, ``kernels.check_cuda_operands``, and K0L: ``Kernel.contiguous_only``)."""
+    if p.ld is not None and kernel.contiguous_only:
         return f"{kernel.id} takes contiguous operands only (ld = {p.ld} is padded storage)"
     return None
 

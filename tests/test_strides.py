@@ -228,7 +228,7 @@ def test_who_runs_the_padded_point():
     padded = experiments.stride_extras()[1]
     for k in kernels.KERNELS:
         shape = experiments.shape_for(k, padded)
-        if k.impl == "cuda":
+        if k.impl == "cuda" or k.id == "K0L":  # K0L's cuBLASLt plan is made for row-major operands
             assert shape is None and "contiguous operands only" in experiments.refusal(k, padded)
         else:  # on the padded rows; a kernel with 128-bit loads at the next multiple of 4
             assert experiments.refusal(k, padded) is None

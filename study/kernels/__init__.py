@@ -84,6 +84,7 @@ KERNELS: tuple[Kernel, ...] = (
         "K0L", "cublas",
         "the fastest of the cuBLASLt algorithms its heuristic offers (FP32 compute, no TF32)",
         target="study.measure.cublaslt:best_matmul", launch_info="study.measure.cublaslt:chosen",
+        contiguous=True,  # its plan is made for one (row-major) layout per shape
     ),
     # CUDA kernels, in ladder order: symbol, tile, threads and operand needs are in each .cu's
     # SGEMM_REGISTER line (the binding is "cuda:<symbol>").

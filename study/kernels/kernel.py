@@ -165,6 +165,13 @@ class Kernel:
     # a kernel of several paths: path symbol -> what the entry says of that path (``counted`` and
     # ``compute_threads`` then hold for the paths it does not name)
     per_path: dict[str, PathFacts] = field(default_factory=dict, hash=False, compare=False)
+    # the launcher takes contiguous (row-major) operands only, so a padded point is not measured:
+    # every CUDA kernel (``check_cuda_operands``), and a library path that plans one layout
+    contiguous: bool = False
+
+    @property
+    def contiguous_only(self) -> bool:
+        return self.contiguous or self.impl == "cuda"
 
     @property
     def sources(self) -> tuple[str, ...]:
