@@ -49,7 +49,9 @@ tile is much taller/wider than the matrix, when they are small tiles on a proble
 with more than 16 rows; a problem under 2^24 multiply-adds keeps only its 4 smallest tiles.
 
 Tuning happens on the first call for each (M, N, K) and is remembered for the process;
-:func:`best_config` reads the winner back. Under ``TRITON_INTERPRET=1`` (CPU interpreter,
+:func:`best_config` reads the winner back. Before that pass, :func:`precompile` compiles the
+candidates it will time in parallel child processes (:mod:`triton_kernels.warm`), so that the
+pass finds each binary in Triton's cache and only times them. Under ``TRITON_INTERPRET=1`` (CPU interpreter,
 for tests) the space shrinks to one small configuration: benchmarking there means nothing.
 """
 
@@ -264,16 +266,28 @@ def matmul(a, b, out=None, config: dict | None = None):
     out = check_operands(a, b, out)
     M, K = a.shape
     N = b.shape[1]
+    strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
+    if best_config(M, N, K) is None:  # a tuning pass follows: its candidates compiled at once first
+        precompile(M, N, K, strides)
 
     def grid(meta):
         return (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)
 
-    autotuned_matmul_kernel[grid](
-        a, b, out,
-        M, N, K,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
-    )
+    autotuned_matmul_kernel[grid](a, b, out, M, N, K, *strides)
     return out
+
+
+def precompile(M: int, N: int, K: int, strides: tuple[int, ...]) -> int:
+    """Compile the candidates a tuning pass at (M, N, K) with these strides will time, in parallel
+    child processes (:func:`triton_kernels.warm.warm`), so that the pass only times them; the
+    candidates and the choice are the autotuner's as before. Returns the children that finished."""
+    if interpreting():
+        return 0
+    from triton_kernels import warm
+
+    kept = {id(c) for c in _prune(CONFIGS, M, N, K, device_smem_limit())}
+    index = [i for i, c in enumerate(CONFIGS) if id(c) in kept]
+    return warm.warm(f"{__name__}:autotuned_matmul_kernel", ["float32"] * 3 + [M, N, K, *strides], index)
 
 
 def config_dict(c) -> dict:
