@@ -79,3 +79,44 @@ def test_measure_never_replaces_measured_rows(no_device, monkeypatch, tmp_path, 
     assert (tmp_path / "data" / "results.csv").read_bytes() == rows
     assert run.measure(run.Plan(argv + ["--resume"])) == 0  # everything already there: nothing added
     assert (tmp_path / "data" / "results.csv").read_bytes() == rows
+
+
+def test_a_launcher_that_refuses_its_operands_is_a_row_without_time_and_the_run_goes_on(capsys):
+    """The measurer's own path, with the check's launch refused the way K0L refused padded rows
+    before the plan left it out there: the row has an infinite error and no time, the reason is
+    one line, nothing is raised; a CUDA error (not a refusal) still stops the run."""
+    from study.errors import InputError
+
+    class Refusing:
+        id, impl = "KX", "cublas"
+
+        @staticmethod
+        def launcher(a, b, out):
+            raise InputError("KX takes contiguous float32 CUDA tensors")
+
+        @staticmethod
+        def path_for(M, N, K, cc):
+            return None
+
+    def check(launch, shape, seed):
+        a = b = out = None
+        launch(a, b, out)
+
+    m = measure.Measurer(flush=None, target_s=0.01)
+    orig = measure.check
+    measure.check = check
+    try:
+        got = m(Refusing, (64, 64, 64))
+        assert got["samples"] == [] and got["row"]["ms"] == "" and got["row"]["rel_err"] == float("inf")
+        said = capsys.readouterr().err.strip().splitlines()
+        assert len(said) == 1 and said[0].startswith("KX at 64x64x64: ")
+        assert said[0].endswith("KX takes contiguous float32 CUDA tensors; not timed")
+
+        def cuda_error(launch, shape, seed):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+        measure.check = cuda_error
+        with pytest.raises(RuntimeError):
+            m(Refusing, (64, 64, 64))
+    finally:
+        measure.check = orig

@@ -185,14 +185,22 @@ def check(launch, shape, seed: int, device="cuda") -> float:
     return bench.relative_error(out, a.double() @ b.double())
 
 
+# what a launcher raises when it refuses a launch before anything runs on the device; a CUDA error
+# (the context may be lost) is not among them and stops the run
+REFUSALS = (InputError, ValueError, ImportError)
+
+
 class Measurer:
     """Checks and times one (kernel, shape): ``measurer(k, shape) -> {"row": ..., "samples": ...}``,
     the row's measured columns (``results.MEASURED``) and the SM clock samples of its timing.
 
     The kernel is checked first against float64 on its own random inputs (NaN-poisoned output);
-    one that fails is not timed and its row has no time. ``flush`` runs before every timed
-    repetition (``bench.L2Flush``); ``target_s`` is the timed seconds per measurement; ``cc`` the
-    device's compute capability, which names the function a kernel launches (``path_for``)."""
+    one that fails is not timed and its row has no time. So is one whose launcher refuses the
+    operands (``REFUSALS``: a shape or storage it does not take, a library that is missing): its
+    row has an infinite error, the reason is one line, and the run goes on. ``flush`` runs before
+    every timed repetition (``bench.L2Flush``); ``target_s`` is the timed seconds per measurement;
+    ``cc`` the device's compute capability, which names the function a kernel launches
+    (``path_for``)."""
 
     def __init__(self, flush, target_s: float, cc: str | None = None):
         self.flush, self.target_s, self.cc = flush, target_s, cc
@@ -201,15 +209,22 @@ class Measurer:
         M, N, K = shape
         ld = getattr(shape, "ld", None)
         launch = k.launcher
-        rel_err = check(launch, shape, M * 7 + N * 3 + K)
+        where = f"{M}x{N}x{K}" + ("" if ld is None else f" ld={ld}")
+        refused = False
+        try:
+            rel_err = check(launch, shape, M * 7 + N * 3 + K)
+        except REFUSALS as e:
+            say(f"{k.id} at {where}: {first_line(e)}; not timed")
+            rel_err, refused = math.inf, True
         row = {
             "kernel": k.id, "impl": k.impl, "M": M, "N": N, "K": K, "ld": "" if ld is None else ld,
             "rel_err": rel_err, "ms": "", "p20_ms": "", "p80_ms": "", "reps": "", "sm_clock_mhz": "",
             "clock_samples": 0, "config": "", "symbol": launched_symbol(k, shape, self.cc),
         }
-        where = f"{M}x{N}x{K}" + ("" if ld is None else f" ld={ld}")
         if not rel_err <= experiments.TOLERANCE:
-            say(f"{k.id} at {where}: relative error {rel_err:.2e} > {experiments.TOLERANCE:.0e}; not timed")
+            if not refused:
+                say(f"{k.id} at {where}: relative error {rel_err:.2e} > {experiments.TOLERANCE:.0e}; "
+                    "not timed")
             return {"row": row, "samples": []}
         a, b, out = operands(shape, 1 + M + N + K)
         with ClockSampler() as clock:
