@@ -399,3 +399,18 @@ def test_report_of_a_read_only_directory_as_a_user(replayed):
     finally:
         for p, m in modes.items():
             p.chmod(m)
+
+
+@pytest.mark.parametrize("env", [{"RUN_DIR": "missing"}, {"SGEMM_COMMIT": "not-a-hash"}])
+def test_the_gpu_session_refuses_a_bad_setting_before_it_builds_anything(tmp_path, env):
+    """.ci/gpu-session: a RUN_DIR that holds no run, or an SGEMM_COMMIT that is no hash, is one
+    line and exit 2, before the wheels, the build or anything under $OUT."""
+    root = Path(__file__).resolve().parents[1]
+    settings = {k: (str(tmp_path / v) if k == "RUN_DIR" else v) for k, v in env.items()}
+    out = tmp_path / "out"
+    p = subprocess.run(["bash", str(root / ".ci" / "gpu-session")], cwd=root, capture_output=True,
+                       text=True, env={**os.environ, "OUT": str(out), **settings}, timeout=60)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and next(iter(env)) in lines[0]
+    assert not out.exists() or not any(out.iterdir())
