@@ -36,11 +36,12 @@ import math
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from study.toolchain import tools
 from study.toolchain.compile import CompileError
+from study.toolchain.control import Control, decode
 
 # ---------------------------------------------------------------------------------------------
 # SASS parsing
@@ -48,12 +49,20 @@ from study.toolchain.compile import CompileError
 
 @dataclass(frozen=True)
 class Instr:
-    """One SASS instruction: address, guard predicate, opcode with modifiers, operands."""
+    """One SASS instruction: address, guard predicate, opcode with modifiers, operands, and the
+    two 64-bit words of its encoding where the dump prints them (sm_70 and later)."""
 
     addr: int
     opcode: str  # e.g. "LDG.E.128.CONSTANT"
     operands: str = ""
     pred: str = ""  # e.g. "@!P0"
+    words: tuple[int, int] | None = field(default=None, compare=False)
+
+    @property
+    def control(self) -> Control | None:
+        """The scheduling word (stall, scoreboards, wait mask, reuse flags); None where the dump
+        gave no second word."""
+        return decode(self.words[1]) if self.words else None
 
     @property
     def base(self) -> str:
@@ -81,6 +90,7 @@ _LINE = re.compile(
     r"(?P<op>[A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*(?P<args>[^;]*?)\s*;"
 )
 _FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
+_WORD = re.compile(r"/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")  # an encoding word ending the line
 
 
 def parse_sass(text: str) -> dict[str, list[Instr]]:
@@ -90,16 +100,24 @@ def parse_sass(text: str) -> dict[str, list[Instr]]:
     """
     funcs: dict[str, list[Instr]] = {}
     current: list[Instr] | None = None
+    first: int | None = None  # the first encoding word of the last instruction, awaiting its second
     for line in text.splitlines():
         f = _FUNC.match(line)
         if f:
             current = funcs.setdefault(f.group(1), [])
+            first = None
             continue
         m = _LINE.match(line)
+        word = _WORD.search(line)
         if m:
             if current is None:
                 current = funcs.setdefault("", [])
             current.append(Instr(int(m["addr"], 16), m["op"], m["args"], m["pred"] or ""))
+            first = int(word[1], 16) if word else None
+        elif word and first is not None and current:  # the second word, on a line of its own
+            last = current[-1]
+            current[-1] = Instr(last.addr, last.opcode, last.operands, last.pred, (first, int(word[1], 16)))
+            first = None
     return funcs
 
 
