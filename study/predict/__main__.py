@@ -1,0 +1,145 @@
+"""``python -m study.predict``: a kernel's time predicted from its SASS and its launch, no GPU.
+
+    python -m study.predict --kernel K12 --shape 4096,4096,4096 [--gpu GPU.json] [--arch sm_90] [--json]
+    python -m study.predict --cu FILE.cu --symbol NAME --grid X,Y[,Z] --block T --smem BYTES \\
+        --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
+
+A registered CUDA kernel is compiled as the SASS table compiles it and launched as its
+registration says (a block per BM x BN tile of C); a ``.cu`` file is compiled with ``nvcc -O3
+-std=c++17 -arch=<arch>`` and its folder on the include path, and ``--symbol`` names a kernel in
+it (its name or an unambiguous part of its mangled name) that computes C = A B in one launch of
+the grid given. ``--gpu`` defaults to the committed H200 run's ``gpu.json``. One line per
+prediction; ``--json`` one JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from study import arch as arches
+from study import cli
+from study.errors import InputError
+from study.predict import model
+from study.toolchain import sass, tools
+
+DEFAULT_GPU = Path(__file__).resolve().parents[2] / "reports" / "data" / "gpu.json"
+
+
+def _ints(text: str, flag: str, n: tuple[int, ...]) -> tuple[int, ...]:
+    parts = [p.strip() for p in str(text).split(",")]
+    if len(parts) not in n:
+        raise InputError(f"{flag} {text}: expected {' or '.join(map(str, n))} comma-separated integers")
+    vals = tuple(cli.positive_int(p, flag) for p in parts)
+    return vals + (1,) * (3 - len(vals))
+
+
+def registered(kid: str, shape, arch: str):
+    from study import kernels
+    from study.toolchain import compile as tc
+
+    try:
+        k = kernels.get(kid)
+    except (KeyError, InputError):
+        raise InputError(f"--kernel {kid}: no such kernel") from None
+    if k.impl != "cuda" or k.registration is None:
+        raise InputError(f"--kernel {kid}: predicted so far for CUDA kernels of one path "
+                         "(use --cu for others)")
+    why = k.constraint_error(*shape)
+    if why:
+        raise InputError(f"--kernel {kid} at {'x'.join(map(str, shape))}: {why}")
+    reg = k.registration
+    res = tc.resources_cuda(k, arch)
+    M, N, _ = shape
+    launch = model.Launch(grid=(math.ceil(N / reg.bn), math.ceil(M / reg.bm), 1), threads=reg.threads,
+                          smem=res["smem_bytes"], registers=res["registers"],
+                          compute_threads=k.compute_threads)
+    return model.main_loop_of(tc.compile_cuda(k, arch), k.symbol), launch
+
+
+def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
+    nvcc = tools.find_nvcc()
+    if nvcc is None:
+        raise InputError("--cu needs nvcc on PATH")
+    sm = arches.get(arch).sm
+    with tempfile.TemporaryDirectory() as d:
+        cubin = Path(d) / "k.cubin"
+        cmd = [nvcc, "-O3", "-std=c++17", f"-arch={sm}", "-cubin", "-I", str(path.parent), "-o", str(cubin),
+               str(path)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            lines = (out.stderr or out.stdout).strip().splitlines() or ["no output"]
+            first = next((ln for ln in lines if "error" in ln), lines[0])
+            raise InputError(f"--cu {path}: nvcc failed: {first.strip()}")
+        funcs = sass.parse_sass(tools.run_cuobjdump(str(cubin), "-sass"))
+        names = [f for f in funcs if f == symbol] or [f for f in funcs if symbol in f]
+        if len(names) != 1:
+            held = ", ".join(funcs) or "none"
+            why = "names none" if not names else f"is ambiguous ({', '.join(names)})"
+            raise InputError(f"--symbol {symbol} {why} of the kernels in {path.name}: {held}")
+        name = names[0]
+        usage = sass.resources_cubin(cubin, name)
+        body = sass.main_loop(funcs[name])
+    static = max(0, int(usage.get("SHARED", 0)) - (1024 if sm.startswith("sm_9") else 0))
+    return body, model.Launch(grid=grid, threads=block, smem=static + smem,
+                              registers=int(usage.get("REG", 0)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = cli.Parser(prog="python -m study.predict", description=__doc__.splitlines()[0])
+    p.add_argument("--kernel", help="a registered CUDA kernel id, e.g. K12")
+    p.add_argument("--cu", help="a .cu file holding the kernel")
+    p.add_argument("--symbol", help="with --cu: the kernel's name, or an unambiguous part of it")
+    p.add_argument("--grid", help="with --cu: X,Y[,Z] blocks")
+    p.add_argument("--block", help="with --cu: threads per block")
+    p.add_argument("--smem", default="0",
+                   help="with --cu: dynamic shared memory per block, bytes (default 0)")
+    p.add_argument("--shape", required=True, help="M,N,K")
+    p.add_argument("--gpu", help=f"GPU constants (default {DEFAULT_GPU.relative_to(DEFAULT_GPU.parents[2])})")
+    p.add_argument("--arch", default="sm_90", help="SASS target (default sm_90)")
+    p.add_argument("--json", action="store_true", help="one JSON object per prediction")
+
+    def body() -> int:
+        from study.rundata.gpu import GPU
+
+        a = p.parse_args(argv)
+        shape = _ints(a.shape, "--shape", (3,))
+        arch = arches.get(a.arch).sm
+        gpu = GPU.from_json(cli.input_file(a.gpu, "--gpu") if a.gpu else DEFAULT_GPU)
+        if bool(a.kernel) == bool(a.cu):
+            raise InputError("give --kernel ID, or --cu FILE with --symbol, --grid and --block")
+        if a.kernel:
+            loop, launch = registered(a.kernel, shape, arch)
+            name = a.kernel
+        else:
+            given = (("--symbol", a.symbol), ("--grid", a.grid), ("--block", a.block))
+            missing = [f for f, v in given if not v]
+            if missing:
+                raise InputError(f"--cu needs {', '.join(missing)}")
+            path = cli.input_file(a.cu, "--cu")
+            smem = int(a.smem) if str(a.smem).isdigit() else cli.positive_int(a.smem, "--smem")
+            loop, launch = from_file(path, a.symbol, _ints(a.grid, "--grid", (2, 3)),
+                                     cli.positive_int(a.block, "--block"), smem, arch)
+            name = a.symbol
+        try:
+            r = model.predict(loop, launch, shape, gpu, arch)
+        except ValueError as e:
+            raise InputError(f"{name}: {e}") from None
+        if a.json:
+            print(json.dumps({"kernel": name, "shape": list(shape), **r}, sort_keys=True))
+        else:
+            stalls = ", ".join(f"{k} {v:.2f}" for k, v in r["stalls"].items())
+            print(f"{name} at {'x'.join(map(str, shape))}: {r['ms']:.3f} ms, {r['gflops']:,.0f} GFLOP/s, "
+                  f"issue {r['issue_pct']:.1f}%, bound: {r['bound']}; stalls {stalls}; not modelled: "
+                  f"{', '.join(r['missing'])}")
+        return 0
+
+    return cli.main(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""Issue efficiency from the SASS: the main loop's instruction stream played on one SM's four
+schedulers for the warps that reside there.
+
+The rule is the same for every kernel, read from the SASS alone. Each warp runs the loop body in
+order. An instruction issues when
+
+* its warp's previous instruction's **stall count** has elapsed (ptxas's cover for fixed
+  latencies: the hardware does not track them),
+* the **scoreboards** in its wait mask are clear (``DEPBAR.LE SBn, k``: down to k), each set by
+  a variable-latency instruction and cleared when its result is written (or its sources read),
+* its **pipe** is free on its scheduler (FP32 / integer / the SM's shared-memory unit), and
+* its block is not held at a **barrier** that some of its warps have not reached;
+
+and each scheduler issues at most one instruction per cycle, from the ready warp it issued last
+if it can (greedy), else the ready warp that waited longest. A cycle in which a scheduler issues
+nothing is charged to the reason of its least-blocked warp (the names ncu uses: ``wait``,
+``short_scoreboard``, ``long_scoreboard``, ``barrier``, ``mio_throttle``, ``math_pipe_throttle``).
+
+Latencies and throughputs are :class:`Constants`, one set per GPU, fitted and stated where they
+are declared. What this returns is the loop's steady state: cycles per iteration of the slowest
+block and the share of scheduler cycles that issued.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from study.toolchain.sass import Instr
+
+# instruction classes, by base opcode
+SHARED = {"LDS", "LDSM", "STS", "STSM", "ATOMS"}
+GLOBAL = {"LDG", "LDGSTS", "UTMALDG", "LDL"}
+STORE = {"STG", "STL", "RED", "ATOMG", "UTMASTG"}
+FMA_PIPE = {"FFMA", "FMUL", "FADD", "FMNMX", "FSEL", "FSETP", "IMAD", "HFMA2", "HADD2", "HMUL2", "FCHK"}
+ALU_PIPE = {"IADD3", "LOP3", "ISETP", "LEA", "SHF", "SEL", "IMNMX", "PRMT", "IABS", "POPC", "FLO", "MOV",
+            "SHFL", "VOTE", "PLOP3", "P2R", "R2P", "BMSK", "BREV", "IDP", "I2F", "F2I", "F2F", "I2FP", "F2IP"}
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Latencies (cycles) and throughputs of one GPU that the SASS does not state."""
+
+    lds_latency: int = 30  # a shared load's result, after its wavefronts have been served
+    ldg_latency: int = 600  # a global load's (or an async copy's) data in place
+    other_latency: int = 20  # other variable-latency results (S2R, LDC, SYNCS, ...)
+    read_latency: int = 4  # a read scoreboard: the sources of a store or copy have been read
+    barrier_latency: int = 20  # from the last warp's arrival to the release of BAR.SYNC
+    smem_wavefronts_per_cycle: float = 1.0  # the SM's shared-memory unit (128 B per cycle)
+    fma_cycles: int = 1  # cycles one warp instruction holds its scheduler's FP32 pipe
+    alu_cycles: int = 2  # the same for the integer / logic pipe
+    mio_queue: int = 8  # shared-memory instructions a scheduler may have waiting for the unit
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+DEFAULT = Constants()  # not yet fitted on a GPU: anchors of the order published for Hopper
+
+
+def wavefronts(ins: Instr) -> int:
+    """Shared-memory cycles of one warp's access: its bytes over the 128 bytes per cycle the unit
+    serves (a 128-bit load by 32 lanes, 512 bytes, is 4). Broadcasts, which the SASS cannot show,
+    count as distinct addresses."""
+    return max(1, ins.width // 32)
+
+
+_DEPBAR = re.compile(r"SB(\d)\s*,\s*(0x[0-9a-fA-F]+|\d+)")
+
+
+@dataclass
+class _Warp:
+    block: int
+    scheduler: int
+    pc: int = 0
+    iteration: int = 0
+    ready_at: int = 0  # the stall count's end
+    boards: list = field(default_factory=lambda: [[] for _ in range(6)])  # release times per scoreboard
+    at_barrier: tuple | bool = False  # the barrier (block, iteration, pc) it waits at
+    waited_since: int = 0
+    pending_copies: int = 0  # the latest async copy's completion (for LDGDEPBAR)
+    global_boards: set = field(default_factory=set)  # scoreboards last set by a global access
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    cycles_per_iteration: float
+    issue_pct: float  # share of scheduler cycles that issued an instruction, in the steady state
+    instructions_per_iteration: int  # per warp
+    warps: int
+    stalls: dict  # reason -> share of the non-issuing scheduler cycles
+    pipe_busy: dict  # pipe -> share of cycles busy (fma, alu per scheduler; shared for the SM)
+
+
+def _kind(ins: Instr) -> str:
+    b = ins.base
+    if ins.pred == "@!PT":
+        return "none"  # never executes: an issue slot only
+    if b in SHARED:
+        return "shared"
+    if b in GLOBAL:
+        return "global"
+    if b in STORE:
+        return "store"
+    if b == "BAR":
+        return "barrier"
+    if b == "DEPBAR":
+        return "depbar"
+    if b == "LDGDEPBAR":
+        return "copy_group"
+    if b in FMA_PIPE:
+        return "fma"
+    if b in ALU_PIPE:
+        return "alu"
+    return "other"
+
+
+def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Constants = DEFAULT,
+             iterations: int = 4, schedulers: int = 4) -> LoopResult:
+    """Play ``iterations`` passes of the loop ``body`` (its last instruction the back edge) for
+    ``blocks`` resident blocks of ``warps_per_block`` warps; the steady state is read over the
+    second half of the passes (from the cycle every warp has finished half of them)."""
+    if not body or any(i.control is None for i in body):
+        raise ValueError("the loop body needs every instruction's scheduling word (sm_70 and later)")
+    if warps_per_block < 1 or blocks < 1 or iterations < 2:
+        raise ValueError("needs at least one warp, one block and two iterations")
+    sim = _Sim(body, warps_per_block, blocks, c, schedulers)
+    half = iterations // 2
+    finished_at: dict[int, int] = {}
+    t = 0
+    while len(finished_at) < iterations:
+        counting = half in finished_at
+        for s in range(schedulers):
+            sim.cycle(s, t, counting)
+        for i in range(1, iterations + 1):
+            if i not in finished_at and all(w.iteration >= i for w in sim.warps):
+                finished_at[i] = t + 1
+        t += 1
+        if all(w.iteration >= iterations for w in sim.warps):
+            break
+    span = finished_at[iterations] - finished_at[half]
+    slots = span * schedulers
+    states = sum(sim.states.values()) or 1
+    return LoopResult(
+        cycles_per_iteration=span / (iterations - half),
+        issue_pct=100.0 * sim.issued / slots if slots else 0.0,
+        instructions_per_iteration=len(body),
+        warps=len(sim.warps),
+        stalls={k: v / states for k, v in sim.states.most_common() if k != "selected"},
+        pipe_busy={"fma": sim.busy["fma"] / slots if slots else 0.0,
+                   "alu": sim.busy["alu"] / slots if slots else 0.0,
+                   "shared": sim.busy["shared"] / span if span else 0.0},
+    )
+
+
+class _Sim:
+    """The state of one SM while it plays the loop: warps, pipes, the shared-memory unit."""
+
+    def __init__(self, body, warps_per_block, blocks, c: Constants, schedulers):
+        self.body, self.c, self.warps_per_block = body, c, warps_per_block
+        self.kinds = [_kind(i) for i in body]
+        self.depbar = [(_DEPBAR.search(i.operands) if k == "depbar" else None)
+                       for i, k in zip(body, self.kinds)]
+        self.warps = [_Warp(block=b, scheduler=(b * warps_per_block + w) % schedulers)
+                      for b in range(blocks) for w in range(warps_per_block)]
+        self.by_sched = [[w for w in self.warps if w.scheduler == s] for s in range(schedulers)]
+        self.fma_free = [0] * schedulers
+        self.alu_free = [0] * schedulers
+        self.mio_waiting: list[list[float]] = [[] for _ in range(schedulers)]
+        self.smem_free = 0.0
+        self.arrived: Counter = Counter()
+        self.released: dict = {}  # (block, iteration, pc) of a barrier -> its release cycle
+        self.last: list = [None] * schedulers
+        self.issued = 0
+        self.states: Counter = Counter()  # per warp and cycle, counted in the steady state
+        self.busy: Counter = Counter()
+
+    def state(self, w: _Warp, s: int, t: int) -> str | None:
+        """Why ``w`` cannot issue its next instruction at cycle ``t`` (None: it can)."""
+        if w.at_barrier:
+            if self.released.get(w.at_barrier, 1 << 60) > t:
+                return "barrier"
+            w.at_barrier = False
+        if w.ready_at > t:
+            return "wait"
+        ins, kind = self.body[w.pc], self.kinds[w.pc]
+        for sb in ins.control.wait:
+            if any(r > t for r in w.boards[sb]):
+                return "long_scoreboard" if sb in w.global_boards else "short_scoreboard"
+        d = self.depbar[w.pc]
+        if d and sum(1 for r in w.boards[int(d[1])] if r > t) > int(d[2], 0):
+            return "long_scoreboard"
+        if (kind == "fma" and self.fma_free[s] > t) or (kind == "alu" and self.alu_free[s] > t):
+            return "math_pipe_throttle"
+        if kind == "shared" and len(self.mio_waiting[s]) >= self.c.mio_queue:
+            return "mio_throttle"
+        return None
+
+    def cycle(self, s: int, t: int, counting: bool) -> None:
+        self.mio_waiting[s] = [x for x in self.mio_waiting[s] if x > t]
+        live = self.by_sched[s]
+        states = {id(w): self.state(w, s, t) for w in live}
+        ready = [w for w in live if states[id(w)] is None]
+        chosen = None
+        if ready:  # greedy: the warp issued last if it is ready, else the one that waited longest
+            chosen = self.last[s] if self.last[s] in ready else min(ready, key=lambda w: w.waited_since)
+            self.issue(chosen, s, t, counting)
+        if counting:
+            for w in live:
+                st = states[id(w)]
+                self.states["selected" if w is chosen else (st or "not_selected")] += 1
+
+    def issue(self, w: _Warp, s: int, t: int, counting: bool) -> None:
+        c = self.c
+        ins, kind = self.body[w.pc], self.kinds[w.pc]
+        ctl = ins.control
+        result_at = None
+        if kind == "fma":
+            self.fma_free[s] = t + c.fma_cycles
+            self.busy["fma"] += c.fma_cycles if counting else 0
+        elif kind == "alu":
+            self.alu_free[s] = t + c.alu_cycles
+            self.busy["alu"] += c.alu_cycles if counting else 0
+        elif kind == "shared":
+            served = wavefronts(ins) / c.smem_wavefronts_per_cycle
+            start = max(float(t), self.smem_free)
+            self.smem_free = start + served
+            self.busy["shared"] += served if counting else 0
+            self.mio_waiting[s].append(start)
+            result_at = self.smem_free + c.lds_latency
+        elif kind == "global":
+            result_at = t + c.ldg_latency
+            if ins.base == "LDGSTS":
+                w.pending_copies = max(w.pending_copies, result_at)
+        elif kind == "copy_group":
+            result_at = max(t + 1, w.pending_copies)
+        elif kind == "other":
+            result_at = t + c.other_latency
+        if ctl.write_sb is not None:
+            sb = ctl.write_sb
+            w.boards[sb] = [r for r in w.boards[sb] if r > t] + [result_at or t + c.other_latency]
+            if kind in ("global", "copy_group"):
+                w.global_boards.add(sb)
+            else:
+                w.global_boards.discard(sb)
+        if ctl.read_sb is not None:
+            w.boards[ctl.read_sb] = [r for r in w.boards[ctl.read_sb] if r > t] + [t + c.read_latency]
+        if kind == "barrier":
+            key = (w.block, w.iteration, w.pc)
+            self.arrived[key] += 1
+            w.at_barrier = key
+            if self.arrived[key] == self.warps_per_block:
+                self.released[key] = t + c.barrier_latency
+        w.ready_at = t + max(1, ctl.stall)
+        w.waited_since = t
+        self.last[s] = w
+        self.issued += counting
+        w.pc += 1
+        if w.pc == len(self.body):
+            w.pc = 0
+            w.iteration += 1

@@ -1,0 +1,105 @@
+"""A kernel's time from its SASS and its launch: the main loop's steady state on one SM
+(:func:`study.predict.issue.simulate`) times the loop's trip count, times the waves of blocks,
+at the GPU's clock; DRAM as a floor.
+
+* Residency: blocks per SM from the cubin's registers and shared memory, the threads per block
+  and the arch table (:mod:`study.toolchain.occupancy`).
+* Trip count: the problem's multiply-adds over the FFMAs one pass of the loop does for the whole
+  grid (every block's threads that own outputs, each doing the loop's FFMAs).
+* Waves: the grid's blocks over the blocks the SMs hold at once, rounded up (the last wave runs
+  as long as a full one).
+* DRAM floor: A, B and C moved once at the run's measured read bandwidth.
+
+What is not modelled yet is said with the result (``missing``): the code before and after the
+loop, instruction-cache misses, register-bank conflicts, and for warp-specialised kernels the
+producer warps' own code (only the warps that own outputs run the main loop).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from study.predict import issue
+from study.toolchain import occupancy, sass
+
+MISSING = ("prologue and epilogue", "instruction cache", "register banks")
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    threads: int  # per block
+    smem: int  # shared memory per block, static and dynamic, bytes
+    registers: int  # per thread
+    compute_threads: int | None = None  # threads that own outputs, where fewer than ``threads``
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: str = "sm_90",
+            c: issue.Constants = issue.DEFAULT) -> dict:
+    """The prediction for one kernel at ``shape`` (M, N, K): its main loop's SASS ``body`` run
+    with ``launch`` on ``gpu`` (a :class:`study.rundata.gpu.GPU`)."""
+    M, N, K = shape
+    ffma = sum(1 for i in body if i.base == "FFMA")
+    if not body or ffma == 0:
+        raise ValueError("no main loop with FFMA in the SASS: nothing to predict from")
+    occ = occupancy.occupancy_limits(launch.registers, launch.smem, launch.threads, arch)
+    if occ["blocks"] < 1:
+        raise ValueError(f"a block of {launch.threads} threads, {launch.registers} registers and "
+                         f"{launch.smem} B of shared memory cannot reside on an SM of {arch}")
+    per_sm = min(occ["blocks"], max(1, math.ceil(launch.blocks / gpu.sms)))
+    owners = launch.compute_threads or launch.threads
+    # the warps that run the main loop: a warp-specialised kernel's producer warps run other code
+    warps = -(-owners // 32)
+    loop = issue.simulate(body, warps, per_sm, c)
+    trips = M * N * K / (launch.blocks * owners * ffma)
+    waves = math.ceil(launch.blocks / (occ["blocks"] * gpu.sms))
+    hz = gpu.sm_clock_mhz * 1e6
+    compute_s = waves * trips * loop.cycles_per_iteration / hz
+    dram_s = 4 * (M * K + K * N + M * N) / ((gpu.read_gbps or gpu.dram_gbps()) * 1e9)
+    seconds = max(compute_s, dram_s)
+    bound = "dram" if dram_s >= compute_s else _bound(loop)
+    return {
+        "ms": seconds * 1e3,
+        "gflops": 2 * M * N * K / seconds / 1e9,
+        "issue_pct": loop.issue_pct,
+        "bound": bound,
+        "stalls": dict([kv for kv in loop.stalls.items() if kv[0] != "not_selected"][:3]),
+        "cycles_per_iteration": loop.cycles_per_iteration,
+        "trips": trips,
+        "waves": waves,
+        "blocks_per_sm": per_sm,
+        "warps_per_sm": per_sm * occ["warps_per_block"],
+        "loop_warps_per_sm": per_sm * warps,
+        "loop_instructions": len(body),
+        "loop_ffma": ffma,
+        "dram_ms": dram_s * 1e3,
+        "missing": list(MISSING),
+    }
+
+
+# what a warp waiting in each state waits for
+RESOURCE = {"mio_throttle": "shared memory", "short_scoreboard": "shared-memory latency",
+            "long_scoreboard": "global-memory latency", "math_pipe_throttle": "math pipe",
+            "barrier": "barrier", "wait": "fixed latency (stall counts)"}
+
+
+def _bound(loop: issue.LoopResult) -> str:
+    """The resource that sets the loop's pace: a pipe or unit busy on nearly every cycle, else
+    issue when the schedulers issue on nearly every cycle, else what the leading stall waits for."""
+    if loop.pipe_busy.get("shared", 0) >= 0.9:
+        return "shared memory"
+    if loop.pipe_busy.get("fma", 0) >= 0.9:
+        return "fp32 pipe"
+    if loop.issue_pct >= 90:
+        return "issue"
+    lead = next((k for k in loop.stalls if k in RESOURCE), None)
+    return RESOURCE[lead] if lead else "issue"
+
+
+def main_loop_of(cubin, symbol: str | None) -> list:
+    return sass.main_loop(sass.dump_sass(cubin, symbol))

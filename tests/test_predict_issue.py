@@ -1,0 +1,96 @@
+"""The issue simulation of a loop body (study.predict.issue) on hand-made instruction streams,
+each with the cycles worked out by hand: stall counts, scheduler sharing, a shared load's latency
+behind its scoreboard, a pipe's throughput, a barrier, async copies behind DEPBAR."""
+
+from __future__ import annotations
+
+import pytest
+
+from study.predict import issue
+from study.toolchain.sass import Instr
+
+C = issue.Constants(lds_latency=30, ldg_latency=600, read_latency=4, barrier_latency=20,
+                    smem_wavefronts_per_cycle=1.0, fma_cycles=1, alu_cycles=2, mio_queue=8)
+
+
+def ins(op: str, operands: str = "", stall=1, write=7, read=7, wait=(), pred="") -> Instr:
+    c = stall | 1 << 4 | write << 5 | read << 8 | sum(1 << i for i in wait) << 11
+    return Instr(0, op, operands, pred, (0, c << 41))
+
+
+def ffmas(n: int, stall: int = 1) -> list[Instr]:
+    return [ins("FFMA", "R0, R1, R2, R0", stall=stall) for _ in range(n)]
+
+
+BRA = ins("BRA", "0x0")
+
+
+def test_one_warp_issues_one_instruction_a_cycle_on_its_scheduler_only():
+    r = issue.simulate(ffmas(15) + [BRA], warps_per_block=1, blocks=1, c=C)
+    assert r.cycles_per_iteration == 16  # 16 instructions at stall 1
+    assert r.issue_pct == pytest.approx(25.0)  # one of the four schedulers
+
+
+def test_a_warp_per_scheduler_fills_every_issue_slot():
+    r = issue.simulate(ffmas(15) + [BRA], warps_per_block=4, blocks=1, c=C)
+    assert r.cycles_per_iteration == 16 and r.issue_pct == pytest.approx(100.0)
+
+
+def test_stall_counts_are_hidden_by_as_many_warps_as_the_stall_is_long():
+    body = ffmas(7, stall=4) + [ins("BRA", "0x0", stall=4)]
+    alone = issue.simulate(body, warps_per_block=4, blocks=1, c=C)  # one warp per scheduler
+    assert alone.cycles_per_iteration == 32 and alone.issue_pct == pytest.approx(25.0)
+    full = issue.simulate(body, warps_per_block=16, blocks=1, c=C)  # four per scheduler
+    assert full.cycles_per_iteration == 32 and full.issue_pct == pytest.approx(100.0)
+
+
+def test_a_shared_load_is_waited_for_through_its_scoreboard():
+    """LDS at t (1 wavefront, served in [t, t+1)), its result at t+1+30; the FFMA waiting on its
+    scoreboard issues then, the branch a cycle later, the next LDS a cycle after: 33 cycles."""
+    body = [ins("LDS", "R4, [R2]", write=0), ins("FFMA", "R0, R4, R4, R0", wait=(0,)), BRA]
+    r = issue.simulate(body, warps_per_block=1, blocks=1, c=C)
+    assert r.cycles_per_iteration == 33
+    assert max(r.stalls, key=r.stalls.get) == "short_scoreboard"
+
+
+def test_a_wide_shared_load_holds_the_unit_for_each_of_its_wavefronts():
+    """LDS.128: 4 wavefronts; eight of them from four warps (one per scheduler) need 32 unit cycles
+    an iteration once the schedulers' queues are full (40 passes: the second half is past that)."""
+    body = [ins("LDS.128", "R4, [R2]") for _ in range(2)] + [BRA]
+    r = issue.simulate(body, warps_per_block=4, blocks=1, c=C, iterations=40)
+    assert r.cycles_per_iteration == pytest.approx(32, abs=1)
+    assert r.pipe_busy["shared"] == pytest.approx(1.0, abs=0.05) and "mio_throttle" in r.stalls
+
+
+def test_the_integer_pipe_takes_two_cycles_a_warp_instruction():
+    body = [ins("IADD3", "R1, R1, 0x1, RZ") for _ in range(7)] + [BRA]
+    r = issue.simulate(body, warps_per_block=1, blocks=1, c=C)
+    assert r.cycles_per_iteration == 7 * 2 + 1 - 1  # each IADD3 waits out the pipe; the BRA does not
+    assert "math_pipe_throttle" in r.stalls
+
+
+def test_a_barrier_holds_every_warp_of_the_block_until_the_last_arrives():
+    """Warps 0 and 1 of one block (schedulers 0 and 1) run the same body: 3 instructions, then the
+    barrier; with stall 10 on the first, each reaches the barrier at 10 + 2 = 12 and leaves at
+    12 + 20 = 32, so an iteration is 32 + 1 (BAR issue) + 1 (BRA): the release counts from the
+    last arrival."""
+    body = [ins("FFMA", "R0, R1, R2, R0", stall=10), ins("FFMA", "R0, R1, R2, R0"),
+            ins("BAR.SYNC.DEFER_BLOCKING", "0x0"), BRA]
+    r = issue.simulate(body, warps_per_block=2, blocks=1, c=C)
+    assert r.cycles_per_iteration == 10 + 1 + 20 + 1
+    assert "barrier" in r.stalls
+
+
+def test_async_copies_are_waited_for_at_depbar():
+    """An LDGSTS at t, its group committed by LDGDEPBAR (scoreboard 0), DEPBAR.LE SB0, 0x0 waits
+    until the copy lands at t + 600; then the branch: 600 + 2 cycles an iteration."""
+    body = [ins("LDGSTS.E", "[R2], desc[UR4][R4.64]"), ins("LDGDEPBAR", "", write=0),
+            ins("DEPBAR.LE", "SB0, 0x0"), BRA]
+    r = issue.simulate(body, warps_per_block=1, blocks=1, c=C)
+    assert r.cycles_per_iteration == 600 + 2
+    assert max(r.stalls, key=r.stalls.get) == "long_scoreboard"
+
+
+def test_a_body_without_scheduling_words_is_refused():
+    with pytest.raises(ValueError, match="scheduling word"):
+        issue.simulate([Instr(0, "FFMA", "R0, R1, R2, R0")], warps_per_block=1, blocks=1, c=C)
