@@ -117,3 +117,17 @@ def test_a_shared_load_result_is_read_only_after_a_wait_on_its_scoreboard(compil
         assert covered, f"{ld} is read by {loop[use]} with no wait on its scoreboard"
         checked += 1
     assert checked >= 8
+
+
+@needs_tools
+def test_the_loop_schedule_counts_what_the_words_say(compiled):
+    """loop_schedule on a tiled kernel's loop: every instruction stalls its warp at least a cycle
+    and at most 15, some (not all) instructions wait on a scoreboard, the FFMAs reuse operands;
+    a dump without words gives NaN rather than a count."""
+    loop = sass.main_loop(compiled)
+    s = sass.loop_schedule(compiled)
+    assert len(loop) <= s["loop_stall_cycles"] <= 15 * len(loop)
+    assert 0 < s["loop_waits"] < len(loop)
+    assert s["loop_reuse"] > len(loop) // 4
+    bare = [sass.Instr(i.addr, i.opcode, i.operands, i.pred) for i in compiled]
+    assert all(v != v for v in sass.loop_schedule(bare).values())

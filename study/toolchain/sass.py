@@ -265,3 +265,23 @@ def loop_histogram(instrs: Sequence[Instr]) -> dict[str, float]:
     out["loop_lds_per_ffma"] = (h["LDS"] + h["LDSM"]) / ffma if ffma else math.nan
     out["loop_ldg_per_ffma"] = (h["LDG"] + h["LDGSTS"]) / ffma if ffma else math.nan
     return out
+
+
+SCHEDULE_KEYS = ("loop_stall_cycles", "loop_waits", "loop_reuse")
+
+
+def loop_schedule(instrs: Sequence[Instr]) -> dict[str, float]:
+    """What the main loop's scheduling words say (:mod:`study.toolchain.control`), per pass of the
+    loop by one warp: ``loop_stall_cycles`` the sum of the stall counts (the fewest cycles the
+    warp needs for a pass, alone on its scheduler), ``loop_waits`` the instructions that wait on
+    a scoreboard (a wait mask, or DEPBAR's count), ``loop_reuse`` the operand reuse flags set.
+    NaN where there is no loop with FFMA or the dump has no scheduling words."""
+    loop = main_loop(instrs)
+    if not loop or any(i.control is None for i in loop):
+        return dict.fromkeys(SCHEDULE_KEYS, math.nan)
+    return {
+        "loop_stall_cycles": sum(i.control.stall for i in loop),
+        "loop_waits": sum(1 for i in loop if i.control.wait or i.base == "DEPBAR"),
+        "loop_reuse": sum(bin(i.control.reuse).count("1") for i in loop),
+    }
+

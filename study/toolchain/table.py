@@ -2,9 +2,10 @@
 each function a kernel launches (its paths: most kernels have one).
 
 Per kernel: the opcode histogram of the whole kernel and of its main loop, loads per FFMA in
-the loop, registers, shared memory, local memory (spills), threads and theoretical
-occupancy, with the toolchain versions that produced them (conventions in
-:mod:`study.toolchain.sass`). No GPU is needed: nvcc and Triton compile for the named arch.
+the loop, what the loop's scheduling words say (stall cycles, waits, reuse flags), registers,
+shared memory, local memory (spills), threads and theoretical occupancy, with the toolchain
+versions that produced them (conventions in :mod:`study.toolchain.sass`). No GPU is needed:
+nvcc and Triton compile for the named arch.
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ from study.errors import InputError
 from study.toolchain import tools
 from study.toolchain.compile import CompileError, compile_cuda, compile_triton, resources_cuda
 from study.toolchain.occupancy import occupancy_limits
-from study.toolchain.sass import dump_sass, histogram, loop_histogram, main_loop, resources_cubin, spill_bytes
+from study.toolchain.sass import (
+    SCHEDULE_KEYS,
+    dump_sass,
+    histogram,
+    loop_histogram,
+    loop_schedule,
+    main_loop,
+    resources_cubin,
+    spill_bytes,
+)
 from study.toolchain.triton_child import TritonChild
 
 TABLE_COLUMNS = [
@@ -30,7 +40,7 @@ TABLE_COLUMNS = [
     "loop_FFMA", "loop_LDS32", "loop_LDS64", "loop_LDS128", "loop_LDS", "loop_LDSM", "loop_LDG32",
     "loop_LDG64", "loop_LDG128", "loop_LDG256", "loop_LDG", "loop_LDGSTS", "loop_STS", "loop_STSM",
     "loop_BAR", "loop_LDL", "loop_STL", "loop_total",
-    "loop_lds_per_ffma", "loop_ldg_per_ffma",
+    "loop_lds_per_ffma", "loop_ldg_per_ffma", *SCHEDULE_KEYS,
     "registers", "smem_bytes", "spills", "threads", "num_stages", "config",
     "occupancy_pct", "occupancy_limited_by", "nvcc", "triton", "error",
 ]
@@ -81,6 +91,7 @@ def kernel_sass(kernel, arch="sm_90", config: dict | None = None, path=None, chi
     row["symbol"] = symbol
     row.update(histogram(instrs))
     row.update(loop_histogram(instrs))
+    row.update(loop_schedule(instrs))
     row.update(registers=registers, smem_bytes=smem, spills=spill_bytes(usage), threads=threads)
     try:  # the arch is known (checked above): only a missing resource figure leaves a NaN
         occ = occupancy_limits(int(registers), int(smem or 0), int(threads), a)
