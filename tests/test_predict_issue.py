@@ -10,7 +10,8 @@ from study.predict import issue
 from study.toolchain.sass import Instr
 
 C = issue.Constants(lds_latency=30, ldg_latency=600, read_latency=4, barrier_latency=20,
-                    smem_wavefronts_per_cycle=1.0, fma_cycles=1, alu_cycles=2, mio_queue=8)
+                    smem_wavefronts_per_cycle=1.0, fma_cycles=1, alu_cycles=2, mio_queue=8, banks=4,
+                    bank_cycles=1)
 
 
 def ins(op: str, operands: str = "", stall=1, write=7, read=7, wait=(), pred="") -> Instr:
@@ -47,7 +48,7 @@ def test_stall_counts_are_hidden_by_as_many_warps_as_the_stall_is_long():
 def test_a_shared_load_is_waited_for_through_its_scoreboard():
     """LDS at t (1 wavefront, served in [t, t+1)), its result at t+1+30; the FFMA waiting on its
     scoreboard issues then, the branch a cycle later, the next LDS a cycle after: 33 cycles."""
-    body = [ins("LDS", "R4, [R2]", write=0), ins("FFMA", "R0, R4, R4, R0", wait=(0,)), BRA]
+    body = [ins("LDS", "R4, [R2]", write=0), ins("FFMA", "R0, R4, R5, R3", wait=(0,)), BRA]
     r = issue.simulate(body, warps_per_block=1, blocks=1, c=C)
     assert r.cycles_per_iteration == 33
     assert max(r.stalls, key=r.stalls.get) == "short_scoreboard"
@@ -89,6 +90,21 @@ def test_async_copies_are_waited_for_at_depbar():
     r = issue.simulate(body, warps_per_block=1, blocks=1, c=C)
     assert r.cycles_per_iteration == 600 + 2
     assert max(r.stalls, key=r.stalls.get) == "long_scoreboard"
+
+
+def test_reads_of_one_register_bank_hold_the_scheduler_a_cycle_each_beyond_the_first():
+    """FFMA R1, R0, R4, R8 reads three registers of bank 0 (mod 4): 2 extra dispatch cycles, so 3
+    a FFMA; four warps on each scheduler: (7 x 3 + 1) x 4 = 88 cycles an iteration for 32 issued
+    instructions per scheduler. With slot a's reuse flag set, the next FFMA finds R0 in the reuse
+    cache and reads two: 2 cycles, except after the branch."""
+    plain = [ins("FFMA", "R1, R0, R4, R8") for _ in range(7)] + [BRA]
+    r = issue.simulate(plain, warps_per_block=16, blocks=1, c=C)
+    assert r.cycles_per_iteration == 88 and r.issue_pct == pytest.approx(100 * 32 / 88)
+    assert "dispatch_stall" in r.stalls
+    c = 1 | 1 << 4 | 7 << 5 | 7 << 8 | 1 << 17  # stall 1, no scoreboards, reuse slot a
+    reused = [Instr(0, "FFMA", "R1, R0.reuse, R4, R8", "", (0, c << 41)) for _ in range(7)] + [BRA]
+    r = issue.simulate(reused, warps_per_block=16, blocks=1, c=C)
+    assert r.cycles_per_iteration == (3 + 6 * 2 + 1) * 4
 
 
 def test_a_body_without_scheduling_words_is_refused():

@@ -131,3 +131,19 @@ def test_the_loop_schedule_counts_what_the_words_say(compiled):
     assert s["loop_reuse"] > len(loop) // 4
     bare = [sass.Instr(i.addr, i.opcode, i.operands, i.pred) for i in compiled]
     assert all(v != v for v in sass.loop_schedule(bare).values())
+
+
+def test_bank_conflicts_count_reads_of_one_bank_beyond_the_first():
+    """By hand, banks = register mod 4 (mod 2 in the last line): R0, R4, R8 are all bank 0 (2
+    extra reads); R1, R2, R3 three banks (none); R5 twice is one read; the reuse flag of slot a
+    on the first instruction serves R0 to the second, whose R4 and R8 are then one extra read; a
+    constant or RZ reads no register; an integer add is not counted."""
+    def i(op, operands, reuse=0):
+        return sass.Instr(0, op, operands, "", (0, (1 | 1 << 4 | 7 << 5 | 7 << 8 | reuse << 17) << 41))
+
+    loop = [i("FFMA", "R1, R0, R4, R8"), i("FFMA", "R1, R1, R2, R3"), i("FFMA", "R9, R5, R5, R6"),
+            i("FFMA", "R1, R0.reuse, R4, R8", reuse=1), i("FFMA", "R2, R0, R4, R8"),
+            i("FFMA", "R1, R4, c[0x0][0x10], RZ"), i("IADD3", "R1, R0, R4, R8")]
+    assert sass.bank_conflicts_each(loop, 4) == [2, 0, 0, 2, 1, 0, 0]
+    assert sass.bank_conflicts(loop, 4) == 5
+    assert sass.bank_conflicts([i("FFMA", "R1, R0, R2, R5")], 2) == 1  # R0, R2 even; R5 odd

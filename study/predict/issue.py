@@ -8,13 +8,17 @@ order. An instruction issues when
   latencies: the hardware does not track them),
 * the **scoreboards** in its wait mask are clear (``DEPBAR.LE SBn, k``: down to k), each set by
   a variable-latency instruction and cleared when its result is written (or its sources read),
-* its **pipe** is free on its scheduler (FP32 / integer / the SM's shared-memory unit), and
-* its block is not held at a **barrier** that some of its warps have not reached;
+* its **pipe** is free on its scheduler (FP32 / integer / the SM's shared-memory unit),
+* its block is not held at a **barrier** that some of its warps have not reached, and
+* its scheduler is not still reading the registers of its last instruction: each read of a
+  register bank beyond the first, not served by the reuse cache, holds the scheduler's dispatch a
+  cycle (``study.toolchain.sass.bank_conflicts_each``, banks = register number mod ``banks``);
 
-and each scheduler issues at most one instruction per cycle, from the ready warp it issued last
-if it can (greedy), else the ready warp that waited longest. A cycle in which a scheduler issues
-nothing is charged to the reason of its least-blocked warp (the names ncu uses: ``wait``,
-``short_scoreboard``, ``long_scoreboard``, ``barrier``, ``mio_throttle``, ``math_pipe_throttle``).
+and each scheduler issues at most one instruction per cycle, from the ready warp that issued least
+recently. Each warp's state in each cycle
+is counted, by the names ncu uses: ``selected``, ``not_selected``, ``wait``,
+``short_scoreboard``, ``long_scoreboard``, ``barrier``, ``mio_throttle``, ``math_pipe_throttle``,
+``dispatch_stall``.
 
 Latencies and throughputs are :class:`Constants`, one set per GPU, fitted and stated where they
 are declared. What this returns is the loop's steady state: cycles per iteration of the slowest
@@ -28,7 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from study.toolchain.sass import Instr
+from study.toolchain.sass import Instr, bank_conflicts_each
 
 # instruction classes, by base opcode
 SHARED = {"LDS", "LDSM", "STS", "STSM", "ATOMS"}
@@ -52,6 +56,8 @@ class Constants:
     fma_cycles: int = 1  # cycles one warp instruction holds its scheduler's FP32 pipe
     alu_cycles: int = 2  # the same for the integer / logic pipe
     mio_queue: int = 8  # shared-memory instructions a scheduler may have waiting for the unit
+    banks: int = 4  # register banks: a register's bank is its number mod this
+    bank_cycles: int = 1  # dispatch cycles each extra read of one bank costs (sass.bank_conflicts_each)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -130,7 +136,10 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
     half = iterations // 2
     finished_at: dict[int, int] = {}
     t = 0
+    limit = 64 * (1 + max(c.ldg_latency, c.lds_latency)) * len(body) * iterations * len(sim.warps)
     while len(finished_at) < iterations:
+        if t > limit:
+            raise RuntimeError("the loop made no progress: a wait that nothing in it clears")
         counting = half in finished_at
         for s in range(schedulers):
             sim.cycle(s, t, counting)
@@ -166,13 +175,14 @@ class _Sim:
         self.warps = [_Warp(block=b, scheduler=(b * warps_per_block + w) % schedulers)
                       for b in range(blocks) for w in range(warps_per_block)]
         self.by_sched = [[w for w in self.warps if w.scheduler == s] for s in range(schedulers)]
+        self.conflicts = bank_conflicts_each(body, c.banks)
+        self.dispatch_free = [0] * schedulers  # a scheduler reading banked registers issues nothing
         self.fma_free = [0] * schedulers
         self.alu_free = [0] * schedulers
         self.mio_waiting: list[list[float]] = [[] for _ in range(schedulers)]
         self.smem_free = 0.0
         self.arrived: Counter = Counter()
         self.released: dict = {}  # (block, iteration, pc) of a barrier -> its release cycle
-        self.last: list = [None] * schedulers
         self.issued = 0
         self.states: Counter = Counter()  # per warp and cycle, counted in the steady state
         self.busy: Counter = Counter()
@@ -203,9 +213,13 @@ class _Sim:
         live = self.by_sched[s]
         states = {id(w): self.state(w, s, t) for w in live}
         ready = [w for w in live if states[id(w)] is None]
+        if ready and self.dispatch_free[s] > t:
+            for w in ready:
+                states[id(w)] = "dispatch_stall"
+            ready = []
         chosen = None
-        if ready:  # greedy: the warp issued last if it is ready, else the one that waited longest
-            chosen = self.last[s] if self.last[s] in ready else min(ready, key=lambda w: w.waited_since)
+        if ready:  # the ready warp that issued least recently
+            chosen = min(ready, key=lambda w: w.waited_since)
             self.issue(chosen, s, t, counting)
         if counting:
             for w in live:
@@ -254,8 +268,8 @@ class _Sim:
             if self.arrived[key] == self.warps_per_block:
                 self.released[key] = t + c.barrier_latency
         w.ready_at = t + max(1, ctl.stall)
+        self.dispatch_free[s] = t + 1 + self.conflicts[w.pc] * c.bank_cycles
         w.waited_since = t
-        self.last[s] = w
         self.issued += counting
         w.pc += 1
         if w.pc == len(self.body):

@@ -11,8 +11,8 @@ at the GPU's clock; DRAM as a floor.
 * DRAM floor: A, B and C moved once at the run's measured read bandwidth.
 
 What is not modelled yet is said with the result (``missing``): the code before and after the
-loop, instruction-cache misses, register-bank conflicts, and for warp-specialised kernels the
-producer warps' own code (only the warps that own outputs run the main loop).
+loop, instruction-cache misses, constants not yet fitted on the GPU, and for warp-specialised
+kernels the producer warps' own code (only the warps that own outputs run the main loop).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from study.predict import issue
 from study.toolchain import occupancy, sass
 
-MISSING = ("prologue and epilogue", "instruction cache", "register banks")
+MISSING = ("prologue and epilogue", "instruction cache", "unfitted constants")
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
 # what a warp waiting in each state waits for
 RESOURCE = {"mio_throttle": "shared memory", "short_scoreboard": "shared-memory latency",
             "long_scoreboard": "global-memory latency", "math_pipe_throttle": "math pipe",
-            "barrier": "barrier", "wait": "fixed latency (stall counts)"}
+            "barrier": "barrier", "wait": "fixed latency (stall counts)",
+            "dispatch_stall": "register banks"}
 
 
 def _bound(loop: issue.LoopResult) -> str:

@@ -267,15 +267,51 @@ def loop_histogram(instrs: Sequence[Instr]) -> dict[str, float]:
     return out
 
 
-SCHEDULE_KEYS = ("loop_stall_cycles", "loop_waits", "loop_reuse")
+SCHEDULE_KEYS = ("loop_stall_cycles", "loop_waits", "loop_reuse", "loop_bank2", "loop_bank4")
+_SOURCE_REG = re.compile(r"^[-|!]*R(\d+)\b")
+BANKED = ("FFMA", "IMAD", "FMUL", "FADD")  # FP32-pipe instructions that read up to three registers
+
+
+def bank_conflicts(loop: Sequence[Instr], banks: int) -> int:
+    """:func:`bank_conflicts_each` summed over the loop."""
+    return sum(bank_conflicts_each(loop, banks))
+
+
+def bank_conflicts_each(loop: Sequence[Instr], banks: int) -> list[int]:
+    """Register reads of the loop's FP32-pipe instructions (FFMA, IMAD, FMUL, FADD) that share a
+    bank with another read of the same instruction, under the rule bank = register number mod
+    ``banks``: per instruction, its distinct source registers (slots a, b, c; RZ, constants and
+    immediates read none), less those the reuse cache serves (the previous instruction set the
+    reuse flag of that slot and read the same register there), counted per bank beyond the first.
+    A count under a stated rule, not a claim about the hardware: which rule (if any) costs
+    cycles on a GPU is for a fit or a microbenchmark to say. One count per instruction."""
+    counts = []
+    prev: dict[int, int] = {}  # slot -> register the previous instruction keeps in the reuse cache
+    for ins in loop:
+        ops = [o.strip() for o in ins.operands.split(",")]
+        regs = {}
+        if ins.base in BANKED:
+            for slot, text in enumerate(ops[1:4]):
+                m = _SOURCE_REG.match(text)
+                if m:
+                    regs[slot] = int(m[1])
+        read = {r for slot, r in regs.items() if prev.get(slot) != r}
+        per_bank: dict[int, int] = {}
+        for r in read:
+            per_bank[r % banks] = per_bank.get(r % banks, 0) + 1
+        counts.append(sum(n - 1 for n in per_bank.values()))
+        reuse = ins.control.reuse if ins.control else 0
+        prev = {slot: r for slot, r in regs.items() if (reuse >> slot) & 1}
+    return counts
 
 
 def loop_schedule(instrs: Sequence[Instr]) -> dict[str, float]:
     """What the main loop's scheduling words say (:mod:`study.toolchain.control`), per pass of the
     loop by one warp: ``loop_stall_cycles`` the sum of the stall counts (the fewest cycles the
     warp needs for a pass, alone on its scheduler), ``loop_waits`` the instructions that wait on
-    a scoreboard (a wait mask, or DEPBAR's count), ``loop_reuse`` the operand reuse flags set.
-    NaN where there is no loop with FFMA or the dump has no scheduling words."""
+    a scoreboard (a wait mask, or DEPBAR's count), ``loop_reuse`` the operand reuse flags set,
+    ``loop_bank2`` / ``loop_bank4`` the register reads :func:`bank_conflicts` counts with 2 and 4
+    banks. NaN where there is no loop with FFMA or the dump has no scheduling words."""
     loop = main_loop(instrs)
     if not loop or any(i.control is None for i in loop):
         return dict.fromkeys(SCHEDULE_KEYS, math.nan)
@@ -283,5 +319,7 @@ def loop_schedule(instrs: Sequence[Instr]) -> dict[str, float]:
         "loop_stall_cycles": sum(i.control.stall for i in loop),
         "loop_waits": sum(1 for i in loop if i.control.wait or i.base == "DEPBAR"),
         "loop_reuse": sum(bin(i.control.reuse).count("1") for i in loop),
+        "loop_bank2": bank_conflicts(loop, 2),
+        "loop_bank4": bank_conflicts(loop, 4),
     }
 
