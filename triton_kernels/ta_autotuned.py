@@ -51,8 +51,9 @@ with more than 16 rows; a problem under 2^24 multiply-adds keeps only its 4 smal
 Tuning happens on the first call for each (M, N, K) and is remembered for the process;
 :func:`best_config` reads the winner back. Before that pass, :func:`precompile` compiles the
 candidates it will time in parallel child processes (:mod:`triton_kernels.warm`), so that the
-pass finds each binary in Triton's cache and only times them. Under ``TRITON_INTERPRET=1`` (CPU interpreter,
-for tests) the space shrinks to one small configuration: benchmarking there means nothing.
+pass finds each binary in Triton's cache and only times them. Under ``TRITON_INTERPRET=1`` (CPU
+interpreter, for tests) the space shrinks to one small configuration: benchmarking there means
+nothing.
 """
 
 from __future__ import annotations
