@@ -103,3 +103,17 @@ def test_a_registered_kernel_is_predicted_from_its_registration(tmp_path):
     line = p.stdout.strip()
     assert line.startswith("K10 at 4096x4096x4096: ") and " ms, " in line and "issue " in line
     assert "not modelled: " in line  # what the prediction leaves out is said with it
+
+
+@needs_tools
+def test_a_tiled_triton_kernel_is_predicted_from_its_tile():
+    """G12: one program per 128 x 256 tile of C, compiled here (Triton's AOT) as the SASS table
+    compiles it: 512 programs at 4096^3, each doing 4096^3 / 512 / 256 threads FFMAs."""
+    pytest.importorskip("triton")
+    n = 4096
+    p = run("--kernel", "G12", "--shape", f"{n},{n},{n}", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["grid"] == [(n // 128) * (n // 256), 1, 1] and r["threads"] == 256
+    assert r["trips"] == pytest.approx(n**3 / (r["grid"][0] * 256 * r["loop_ffma"]))
+    assert 0 < r["issue_pct"] <= 100

@@ -5,7 +5,8 @@
         --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
 
 A registered CUDA kernel is compiled as the SASS table compiles it and launched as its
-registration says (a block per BM x BN tile of C); a ``.cu`` file is compiled with ``nvcc -O3
+registration says (a block per BM x BN tile of C), a tiled Triton kernel likewise (a program per
+tile); a ``.cu`` file is compiled with ``nvcc -O3
 -std=c++17 -arch=<arch>`` and its folder on the include path, and ``--symbol`` names a kernel in
 it (its name or an unambiguous part of its mangled name) that computes C = A B in one launch of
 the grid given. ``--gpu`` defaults to the committed H200 run's ``gpu.json``. One line per
@@ -46,19 +47,42 @@ def registered(kid: str, shape, arch: str):
         k = kernels.get(kid)
     except (KeyError, InputError):
         raise InputError(f"--kernel {kid}: no such kernel") from None
-    if k.impl != "cuda" or k.registration is None:
-        raise InputError(f"--kernel {kid}: predicted so far for CUDA kernels of one path "
-                         "(use --cu for others)")
     why = k.constraint_error(*shape)
     if why:
         raise InputError(f"--kernel {kid} at {'x'.join(map(str, shape))}: {why}")
+    if k.impl == "triton" and (k.tile or k.tuned):
+        return triton_tiled(k, shape, arch)
+    if k.impl != "cuda" or k.registration is None:
+        raise InputError(f"--kernel {kid}: predicted so far for CUDA kernels of one path and the tiled "
+                         "Triton kernels (use --cu for others)")
     reg = k.registration
     res = tc.resources_cuda(k, arch)
     M, N, _ = shape
     launch = model.Launch(grid=(math.ceil(N / reg.bn), math.ceil(M / reg.bm), 1), threads=reg.threads,
                           smem=res["smem_bytes"], registers=res["registers"],
                           compute_threads=k.compute_threads)
-    return model.main_loop_of(tc.compile_cuda(k, arch), k.symbol), launch
+    return model.main_loop_of(tc.compile_cuda(k, arch), k.symbol), launch, None
+
+
+def triton_tiled(k, shape, arch: str):
+    """A tiled Triton kernel (a twin, or TA at its configuration for this process): one program
+    per BM x BN tile of C, compiled here as the SASS table compiles it (in a child process)."""
+    from study.toolchain import compile as tc
+    from study.toolchain.compile import CompileError
+    from study.toolchain.triton_child import TritonChild
+
+    M, N, _ = shape
+    try:
+        with TritonChild() as child:
+            t = tc.compile_triton(k, arch, shape=shape, child=child)
+    except CompileError as e:
+        raise InputError(f"--kernel {k.id}: {e}") from None
+    bm, bn = (t["config"]["BM"], t["config"]["BN"]) if t["config"] else k.tile[:2]
+    usage = sass.resources_cubin(t["cubin"], t["name"])
+    launch = model.Launch(grid=(math.ceil(M / bm) * math.ceil(N / bn), 1, 1),
+                          threads=t["threads"] or k.threads, smem=int(t["smem_bytes"] or 0),
+                          registers=int(usage.get("REG", 0)))
+    return sass.main_loop(sass.dump_sass(t["cubin"], t["name"])), launch, t["config"]
 
 
 def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
@@ -86,7 +110,7 @@ def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
         body = sass.main_loop(funcs[name])
     static = max(0, int(usage.get("SHARED", 0)) - (1024 if sm.startswith("sm_9") else 0))
     return body, model.Launch(grid=grid, threads=block, smem=static + smem,
-                              registers=int(usage.get("REG", 0)))
+                              registers=int(usage.get("REG", 0))), None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         if bool(a.kernel) == bool(a.cu):
             raise InputError("give --kernel ID, or --cu FILE with --symbol, --grid and --block")
         if a.kernel:
-            loop, launch = registered(a.kernel, shape, arch)
+            loop, launch, config = registered(a.kernel, shape, arch)
             name = a.kernel
         else:
             given = (("--symbol", a.symbol), ("--grid", a.grid), ("--block", a.block))
@@ -122,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise InputError(f"--cu needs {', '.join(missing)}")
             path = cli.input_file(a.cu, "--cu")
             smem = int(a.smem) if str(a.smem).isdigit() else cli.positive_int(a.smem, "--smem")
-            loop, launch = from_file(path, a.symbol, _ints(a.grid, "--grid", (2, 3)),
+            loop, launch, config = from_file(path, a.symbol, _ints(a.grid, "--grid", (2, 3)),
                                      cli.positive_int(a.block, "--block"), smem, arch)
             name = a.symbol
         try:
@@ -130,12 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             raise InputError(f"{name}: {e}") from None
         if a.json:
-            print(json.dumps({"kernel": name, "shape": list(shape), **r}, sort_keys=True))
+            extra = {"config": config} if config else {}
+            print(json.dumps({"kernel": name, "shape": list(shape), **extra, **r}, sort_keys=True))
         else:
             stalls = ", ".join(f"{k} {v:.2f}" for k, v in r["stalls"].items())
-            print(f"{name} at {'x'.join(map(str, shape))}: {r['ms']:.3f} ms, {r['gflops']:,.0f} GFLOP/s, "
-                  f"issue {r['issue_pct']:.1f}%, bound: {r['bound']}; stalls {stalls}; not modelled: "
-                  f"{', '.join(r['missing'])}")
+            cfg = f" (configuration {json.dumps(config, sort_keys=True)})" if config else ""
+            print(f"{name}{cfg} at {'x'.join(map(str, shape))}: {r['ms']:.3f} ms, "
+                  f"{r['gflops']:,.0f} GFLOP/s, issue {r['issue_pct']:.1f}%, bound: {r['bound']}; "
+                  f"stalls {stalls}; not modelled: {', '.join(r['missing'])}")
         return 0
 
     return cli.main(body)
