@@ -47,3 +47,81 @@ def reference_with_current_counters(dst):
     derive.derive(RunDir(dst), seed=RunDir(src), note=False)
     report.render(Path(dst))
     return Path(dst)
+
+
+# --- running the CLIs as a user does, and what a refusal looks like ------------------------------
+
+REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def cli(module: str, *args, cwd=REPO, env: dict | None = None, timeout: float = 600):
+    """``python -m <module> args...`` as a user runs it."""
+    import os
+    import subprocess
+    import sys
+
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "MPLBACKEND": "Agg", **(env or {})}
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip()]
+
+
+def refused(p, *words: str) -> str:
+    """Assert exit 2, no traceback and exactly one stderr line, ``error: ...``, holding every one
+    of ``words`` (case-insensitive); return that line."""
+    shown = f"rc={p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
+    assert p.returncode == 2, shown
+    assert "Traceback" not in p.stderr, shown
+    got = lines(p.stderr)
+    assert len(got) == 1, shown
+    assert got[0].startswith("error:"), shown
+    for w in words:
+        assert w.lower() in got[0].lower(), f"{w!r} not in: {got[0]}"
+    return got[0]
+
+
+def succeeded(p) -> None:
+    assert p.returncode == 0, f"rc={p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
+    assert "Traceback" not in p.stderr, p.stderr
+
+
+# --- a measuring run on the CPU: the steps that need a device replaced ---------------------------
+
+TEST_GPU = dict(name="Test GPU", sms=132, fp32_lanes_per_sm=128, sm_clock_mhz=1980.0, mem_clock_mhz=3201.0,
+                bus_width_bits=6016, l2_bytes=60 * 2**20, cc="9.0")
+
+
+def stub_device(monkeypatch, measure) -> None:
+    """Replace what ``study.run`` measures on a device: free memory, the GPU's description (an
+    H200-like Test GPU), the L2 flush, the correctness sweep (every kernel passes), each
+    measurement (``measure(self, kernel, shape)``, the Measurer's call) and the bandwidth roofs
+    (1 GiB read in 0.25 ms, copied in 0.5 ms)."""
+    import torch
+
+    from study.measure import bench, device
+    from study.measure import plan as measuring
+    from study.rundata.gpu import GPU
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (100 * 2**30, 141 * 2**30))
+    monkeypatch.setattr(device, "from_device", lambda index=0: GPU(**TEST_GPU))
+    monkeypatch.setattr("study.measure.bench.L2Flush", lambda l2: (lambda: None))
+    monkeypatch.setattr(measuring, "correctness_sweep", lambda chosen: {})
+    monkeypatch.setattr(measuring.Measurer, "__call__", measure)
+    monkeypatch.setattr("study.measure.bench.bandwidth_roofs", lambda l2: (
+        bench.bandwidth(2**30, [0.25] * 10), bench.bandwidth(2**31, [0.5] * 10)))
+
+
+def _sass_tools_missing() -> bool:
+    from study.toolchain import tools
+
+    return tools.find_nvcc() is None or tools.find_cuobjdump() is None
+
+
+needs_tools = pytest.mark.skipif(
+    _sass_tools_missing(),
+    reason="needs nvcc and cuobjdump (PATH or the triton wheel) to compile and dump SASS",
+)

@@ -10,11 +10,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import cli, lines, refused, succeeded
 
 from study.errors import InputError
 from study.rundata import results, rundir, tables
@@ -30,32 +30,8 @@ SEED_GPU = DATA / rundir.SEED_GPU
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def cli(module: str, *args, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``python -m <module> args...`` as a user runs it."""
-    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path, "MPLBACKEND": "Agg", **(env or {})}
-    return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def replay(times: Path, out: Path, *more, gpu: Path = SEED_GPU) -> subprocess.CompletedProcess:
     return cli("study.run", "--from-results", times, "--gpu", gpu, "--out", out, *more)
-
-
-def lines(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if ln.strip()]
-
-
-def refused(p: subprocess.CompletedProcess, *words: str) -> str:
-    """Exit 2, no traceback, exactly one stderr line ``error: ...`` holding every one of ``words``."""
-    shown = f"rc={p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
-    assert p.returncode == 2, shown
-    assert "Traceback" not in p.stderr, shown
-    got = lines(p.stderr)
-    assert len(got) == 1 and got[0].startswith("error:"), shown
-    for w in words:
-        assert w.lower() in got[0].lower(), f"{w!r} not in: {got[0]}"
-    return got[0]
 
 
 def one_line(rc: int, err: str, *words: str) -> str:
@@ -66,11 +42,6 @@ def one_line(rc: int, err: str, *words: str) -> str:
     for w in words:
         assert w.lower() in got[0].lower(), f"{w!r} not in: {got[0]}"
     return got[0]
-
-
-def succeeded(p: subprocess.CompletedProcess) -> None:
-    assert p.returncode == 0, f"rc={p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
-    assert "Traceback" not in p.stderr, p.stderr
 
 
 def tree(root: Path) -> dict[str, bytes | None]:

@@ -20,12 +20,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import cli, refused, succeeded
 
 from study.errors import InputError
 from study.rundata import rundir
@@ -43,43 +43,12 @@ H200 = rundir.identity("NVIDIA H200", "9.0", 132)  # the GPU of the recorded run
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def cli(module: str, *args, cwd: Path = REPO, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m <module> args...`` as a user runs it."""
-    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path, "MPLBACKEND": "Agg"}
-    return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def run(*args, **kw) -> subprocess.CompletedProcess:
     return cli("study.run", *args, **kw)
 
 
 def replay(times: Path, out: Path, *more, gpu: Path = SEED_GPU) -> subprocess.CompletedProcess:
     return run("--from-results", times, "--gpu", gpu, "--out", out, *more)
-
-
-def lines(p: subprocess.CompletedProcess) -> list[str]:
-    return [ln for ln in p.stderr.splitlines() if ln.strip()]
-
-
-def refused(p: subprocess.CompletedProcess, *words: str) -> str:
-    """Assert exit 2 and exactly one stderr line, ``error: ...``, holding every one of ``words``
-    (case-insensitive); return that line."""
-    shown = f"rc={p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
-    assert p.returncode == 2, shown
-    assert "Traceback" not in p.stderr, shown
-    got = lines(p)
-    assert len(got) == 1, shown
-    assert got[0].startswith("error:"), shown
-    for w in words:
-        assert w.lower() in got[0].lower(), f"{w!r} not in: {got[0]}"
-    return got[0]
-
-
-def succeeded(p: subprocess.CompletedProcess) -> None:
-    assert p.returncode == 0, f"rc={p.returncode}\nstderr:\n{p.stderr}\nstdout:\n{p.stdout[-2000:]}"
-    assert "Traceback" not in p.stderr, p.stderr
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -4,14 +4,12 @@ with the device-only steps replaced: it catches wiring faults that only a GPU ru
 import pandas as pd
 import pytest
 import torch
+from conftest import stub_device
 
 from study import run
-from study.measure import bench, device
 from study.measure import plan as measure
 from study.rundata.gpu import GPU
 
-H200 = dict(name="Test GPU", sms=132, fp32_lanes_per_sm=128, sm_clock_mhz=1980.0, mem_clock_mhz=3201.0,
-            bus_width_bits=6016, l2_bytes=60 * 2**20, cc="9.0")
 # a made-up speed per kernel (GFLOP/s), under the 66.9 TFLOP/s peak
 SPEED = {"K0": 50000.0, "K2": 6000.0, "K3": 9000.0, "K4": 20000.0, "K6": 35000.0}
 
@@ -27,14 +25,7 @@ def fake_measure(self, k, shape):
 
 @pytest.fixture
 def no_device(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (100 * 2**30, 141 * 2**30))
-    monkeypatch.setattr(device, "from_device", lambda index=0: GPU(**H200))
-    monkeypatch.setattr("study.measure.bench.L2Flush", lambda l2: (lambda: None))
-    monkeypatch.setattr(measure, "correctness_sweep", lambda chosen: {})
-    monkeypatch.setattr(measure.Measurer, "__call__", fake_measure)
-    # the bandwidth measurement at the start of a run: 1 GiB read in 0.25 ms, copied in 0.5 ms
-    monkeypatch.setattr("study.measure.bench.bandwidth_roofs", lambda l2: (
-        bench.bandwidth(2**30, [0.25] * 10), bench.bandwidth(2**31, [0.5] * 10)))
+    stub_device(monkeypatch, fake_measure)
 
 
 def test_measure_writes_rows_ledgers_model_and_report(no_device, tmp_path):

@@ -10,14 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from study.toolchain import tools
+from conftest import needs_tools
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_tools = pytest.mark.skipif(
-    tools.find_nvcc() is None or tools.find_cuobjdump() is None,
-    reason="needs nvcc and cuobjdump (PATH or the triton wheel) to compile and dump SASS",
-)
 
 
 def run(*args, cwd=ROOT):

@@ -12,6 +12,7 @@ import subprocess
 import types
 
 import pytest
+from conftest import needs_tools
 
 from study import kernels
 from study.derive.compiled import counted_vs_compiled
@@ -25,10 +26,6 @@ CUDA = [k for k in kernels.KERNELS if k.impl == "cuda"]
 TILED = [k for k in CUDA if k.tile]
 TRITON = [k for k in kernels.KERNELS if k.impl == "triton"]
 
-needs_tools = pytest.mark.skipif(
-    tools.find_nvcc() is None or tools.find_cuobjdump() is None,
-    reason="needs nvcc and cuobjdump (PATH or the triton wheel) to compile and dump SASS",
-)
 
 needs_cuobjdump = pytest.mark.skipif(
     tools.find_cuobjdump() is None, reason="needs cuobjdump (PATH or the triton wheel) to dump SASS"

@@ -8,15 +8,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import needs_tools
 
 from study import kernels
 from study.toolchain import compile as tc
-from study.toolchain import control, sass, tools
-
-needs_tools = pytest.mark.skipif(
-    tools.find_nvcc() is None or tools.find_cuobjdump() is None,
-    reason="needs nvcc and cuobjdump (PATH or the triton wheel) to compile and dump SASS",
-)
+from study.toolchain import control, sass
 
 
 def word(stall=0, yield_bit=0, write=7, read=7, wait=(), reuse=0) -> int:
@@ -59,8 +55,6 @@ def test_the_parser_pairs_each_instruction_with_its_two_words():
 
 @pytest.fixture(scope="module", params=["K6", "K12"])
 def compiled(request):
-    if tools.find_nvcc() is None or tools.find_cuobjdump() is None:
-        pytest.skip("needs nvcc and cuobjdump (PATH or the triton wheel) to compile and dump SASS")
     k = kernels.get(request.param)
     return sass.dump_sass(tc.compile_cuda(k, "sm_90"), k.symbol)
 

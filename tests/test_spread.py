@@ -4,16 +4,11 @@ one side of 1. CPU only (the measuring steps that need a device are replaced).""
 
 import pandas as pd
 import pytest
-import torch
+from conftest import stub_device
 
 from study import experiments, kernels, run
 from study.derive import spread
-from study.measure import bench, device
 from study.measure import plan as measuring
-from study.rundata.gpu import GPU
-
-H200 = dict(name="Test GPU", sms=132, fp32_lanes_per_sm=128, sm_clock_mhz=1980.0, mem_clock_mhz=3201.0,
-            bus_width_bits=6016, l2_bytes=60 * 2**20, cc="9.0")
 
 
 def test_the_verdict_needs_the_whole_interval_on_one_side():
@@ -75,13 +70,7 @@ def passes_run(monkeypatch, tmp_path):
                "config": ""}
         return {"row": row, "samples": [(0.0, 1900.0)]}
 
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (100 * 2**30, 141 * 2**30))
-    monkeypatch.setattr(device, "from_device", lambda index=0: GPU(**H200))
-    monkeypatch.setattr("study.measure.bench.L2Flush", lambda l2: (lambda: None))
-    monkeypatch.setattr(measuring, "correctness_sweep", lambda chosen: {})
-    monkeypatch.setattr(measuring.Measurer, "__call__", fake)
-    monkeypatch.setattr("study.measure.bench.bandwidth_roofs", lambda l2: (
-        bench.bandwidth(2**30, [0.25] * 10), bench.bandwidth(2**31, [0.5] * 10)))
+    stub_device(monkeypatch, fake)
     plan = run.Plan(["--kernels", "K2,K3,K4,K6", "--experiments", "main", "--out", str(tmp_path),
                      "--no-sass"])
     assert plan.passes == experiments.PASSES == 3

@@ -30,43 +30,6 @@ from study.report.figures.points import draw_bounds, draw_model, draw_roofline
 from study.report.figures.series import draw_clocks, draw_sizes
 from study.report.load import Run
 
-
-def fig_throughput(run: Run, fig_dir: Path) -> Path:
-    return save(draw_throughput(run), fig_dir, "throughput")
-
-
-def fig_roofline(run: Run, fig_dir: Path) -> Path:
-    return save(draw_roofline(run), fig_dir, "roofline")
-
-
-def fig_model(run: Run, fig_dir: Path) -> Path:
-    return save(draw_model(run), fig_dir, "model")
-
-
-def fig_bounds(run: Run, fig_dir: Path) -> Path:
-    return save(draw_bounds(run), fig_dir, "bounds")
-
-
-def fig_loads_per_fma(run: Run, fig_dir: Path) -> Path:
-    return save(draw_loads_per_fma(run), fig_dir, "loads_per_fma")
-
-
-def fig_shapes(run: Run, fig_dir: Path) -> Path:
-    return save(draw_shapes(run), fig_dir, "shapes")
-
-
-def fig_strides(run: Run, fig_dir: Path) -> Path:
-    return save(draw_strides(run), fig_dir, "strides")
-
-
-def fig_sizes(run: Run, fig_dir: Path) -> Path:
-    return save(draw_sizes(run), fig_dir, "sizes")
-
-
-def fig_clocks(run: Run, fig_dir: Path) -> Path:
-    return save(draw_clocks(run), fig_dir, "clocks")
-
-
 DRAW: dict[str, Callable[[Run], Figure]] = {
     "throughput": draw_throughput,
     "roofline": draw_roofline,
@@ -78,17 +41,19 @@ DRAW: dict[str, Callable[[Run], Figure]] = {
     "sizes": draw_sizes,
     "clocks": draw_clocks,
 }
-FIGURES: dict[str, Callable[[Run, Path], Path]] = {
-    "throughput": fig_throughput,
-    "roofline": fig_roofline,
-    "model": fig_model,
-    "bounds": fig_bounds,
-    "loads_per_fma": fig_loads_per_fma,
-    "shapes": fig_shapes,
-    "strides": fig_strides,
-    "sizes": fig_sizes,
-    "clocks": fig_clocks,
-}
+
+
+def _saver(name: str, draw: Callable[[Run], Figure]) -> Callable[[Run, Path], Path]:
+    """``fig_<name>(run, fig_dir)``: draw the figure and save it as ``<name>.png``."""
+    def fig(run: Run, fig_dir: Path) -> Path:
+        return save(draw(run), fig_dir, name)
+
+    fig.__name__ = fig.__qualname__ = f"fig_{name}"
+    return fig
+
+
+# each figure's fig_<name>, the name the report cites (study.report exports them under it)
+FIGURES: dict[str, Callable[[Run, Path], Path]] = {name: _saver(name, draw) for name, draw in DRAW.items()}
 
 
 def make_figures(run: Run, fig_dir: Path) -> None:
