@@ -390,16 +390,18 @@ def decode():
     ref = pd.read_csv(DATA / "ncu.csv")
     ref = ref[(ref["M"] == 4096) & (ref["N"] == 4096) & (ref["K"] == 4096)]
     ncu = pd.concat([ref, pd.read_csv(FIXTURE / "ncu.csv")], ignore_index=True)
-    return gpu, led, bound_inputs.run(led, ncu, pd.read_csv(DATA / "sass.csv"), gpu)
+    sass = pd.read_csv(DATA / "sass.csv")
+    return gpu, led, bound_inputs.run(led, ncu, sass, gpu), bound_inputs.run(led, ref, sass, gpu)
 
 
-def test_decode_counters_are_predicted_with_the_main_shape_constants(decode, reference):
-    gpu, led, bm = decode
-    # the extra shape's rows change nothing in the fit: same shape, same constants
+def test_decode_counters_are_predicted_with_the_main_shape_constants(decode):
+    gpu, led, bm, without = decode
+    # the extra shape's rows change nothing in the fit: same shape, the constants of the fit
+    # without them
     assert bm.constants.shape == (4096, 4096, 4096)
     assert (bm.constants.eta_issue, bm.constants.eta_smem) == (
-        reference.constants.eta_issue, reference.constants.eta_smem)
-    assert bm.constants.l_glob == pytest.approx(reference.constants.l_glob)
+        without.constants.eta_issue, without.constants.eta_smem)
+    assert bm.constants.l_glob == pytest.approx(without.constants.l_glob)
     p = bm.predictions
     d = p[(p["M"] == 1) & (p["N"] == 18944) & (p["K"] == 3584)].set_index("kernel")
     assert set(d.index) == {"KD", "K0", "K12"}
@@ -409,9 +411,14 @@ def test_decode_counters_are_predicted_with_the_main_shape_constants(decode, ref
     roof = raw["read_gbps"] * 1e9 / (132 * 1980e6)
     assert d.at["KD", "b_dram"] == pytest.approx(271671296 / W_DECODE / roof)
     assert d.at["KD", "bound"] == "dram"
-    assert d.at["KD", "predicted_cadence"] == pytest.approx(271671296 / W_DECODE / roof)  # no grid: tail 1
+    # kd_gemv_m1's launch: blocks of 8 column threads x 4 columns = 32 columns, 18944 / 32 = 592
+    # blocks; 96 registers x 128 threads give 5 blocks per SM, one wave of 132 x 5 slots
+    assert d.at["KD", "blocks"] == 18944 / 32 and d.at["KD", "blocks_per_sm"] == 65536 // (96 * 128)
+    assert d.at["KD", "tail"] == pytest.approx(132 * 5 / 592)
+    assert d.at["KD", "predicted_cadence"] == pytest.approx(271671296 / W_DECODE / roof * 132 * 5 / 592)
     meas = led[(led["kernel"] == "KD") & (led["M"] == 1) & (led["N"] == 18944)]["cadence"].median()
-    assert d.at["KD", "error_pct"] == pytest.approx((271671296 / W_DECODE / roof / meas - 1) * 100)
+    assert d.at["KD", "error_pct"] == pytest.approx(
+        (271671296 / W_DECODE / roof * 132 * 5 / 592 / meas - 1) * 100)
     # K12 at M = 1: 139.5 instructions per useful warp FMA; 1 x 74 blocks of 128 x 256 on 132 SMs
     # at one block per SM: tail 132 / 74
     assert d.at["K12", "bound"] == "issue"
@@ -423,7 +430,7 @@ def test_decode_counters_are_predicted_with_the_main_shape_constants(decode, ref
 
 
 def test_decode_rows_in_the_tables(decode, reference):
-    gpu, led, bm = decode
+    gpu, led, bm, _ = decode
     errors = bound_tables.model_errors(bm.predictions, bm.constants, bound_tables.seed_rows(led, None))
     ours = errors[errors["method"] == "bound"]
     at1 = ours[ours["M"] == 1]
@@ -455,42 +462,35 @@ def test_decode_rows_in_the_tables(decode, reference):
 
 
 def test_a_launch_of_another_function_than_the_one_whose_sass_is_held_is_left_out():
-    # KD launches a function by M: at decode b32 of the reference run ncu profiled kd_gemv_sk_m32
-    # (the tiled kernel's name then), while its sass.csv holds only kd_gemv's loop (M = 1, the one
-    # function registered then); the model does not price one with the other's SASS
+    # KD launches a function by M; at decode b32 the reference run profiled kd_gemm_m32, whose
+    # SASS sass.csv holds. The same counters named as a function whose SASS is not held (an older
+    # name of the tiled path) are left out: the model does not price one function with another's
     gpu = GPU.from_json(DATA / "gpu.json")
     led = pd.read_csv(DATA / "ledgers.csv")
     ncu = pd.read_csv(DATA / "ncu.csv")
-    b32 = (ncu["kernel"] == "KD") & (ncu["M"] == 32)
-    last = ncu.loc[b32, "run_id"].astype(str).max()
-    assert set(ncu.loc[b32 & (ncu["run_id"].astype(str) == last), "ncu_kernel"]) == {"kd_gemv_sk_m32"}
     sass = pd.read_csv(DATA / "sass.csv")
-    assert set(sass.loc[sass["kernel"] == "KD", "symbol"]) == {"kd_gemv"}
-    full = bound_inputs.run(led, ncu, sass, gpu)
-    lo = full.left_out
+    b32 = (ncu["kernel"] == "KD") & (ncu["M"] == 32)
+    assert set(ncu.loc[b32, "ncu_kernel"]) == {"kd_gemm_m32"}
+    assert "kd_gemm_m32" in set(sass.loc[sass["kernel"] == "KD", "symbol"])
+    held = bound_inputs.run(led, ncu, sass, gpu)
+    assert ((held.inputs["kernel"] == "KD") & (held.inputs["M"] == 32)).any()
+    renamed = ncu.copy()
+    renamed.loc[b32, "ncu_kernel"] = "kd_gemv_sk_m32"
+    bm = bound_inputs.run(led, renamed, sass, gpu)
+    lo = bm.left_out
     why = lo[(lo["kernel"] == "KD") & (lo["M"] == 32)]["why"]
-    assert len(why) == 1 and "kd_gemv_sk_m32" in why.iloc[0] and "not of kd_gemm_m32" in why.iloc[0]
-    assert not ((full.inputs["kernel"] == "KD") & (full.inputs["M"] == 32)).any()
-    assert ((full.inputs["kernel"] == "KD") & (full.inputs["M"] == 1)).any()  # kd_gemv itself
-    # the same counters named as the function whose SASS is held are taken with it
-    relabelled = ncu.copy()
-    relabelled.loc[b32, "ncu_kernel"] = "kd_gemv"
-    bm = bound_inputs.run(led, relabelled, sass, gpu)
-    assert ((bm.inputs["kernel"] == "KD") & (bm.inputs["M"] == 32)).any()
+    assert len(why) == 1 and "kd_gemv_sk_m32" in why.iloc[0] and "not kd_gemm_m32" in why.iloc[0]
+    assert not ((bm.inputs["kernel"] == "KD") & (bm.inputs["M"] == 32)).any()
+    assert ((bm.inputs["kernel"] == "KD") & (bm.inputs["M"] == 1)).any()  # kd_gemv_m1 itself
 
 
 def test_a_kernel_of_several_paths_is_priced_with_the_path_its_shape_launched():
-    # a run whose sass.csv holds KD's tiled kernel by today's name and whose counters name it:
-    # decode b32 is priced with that path's tile and threads (132 tiles of 32 x 144: one per SM)
+    # decode b32 is priced with the tiled path's tile and threads (132 tiles of 32 x 144: one per
+    # SM), decode b1 with the streaming path's (32 columns a block: 592 blocks)
     gpu = GPU.from_json(DATA / "gpu.json")
-    led = pd.read_csv(DATA / "ledgers.csv")
-    ncu = pd.read_csv(DATA / "ncu.csv")
-    b32 = (ncu["kernel"] == "KD") & (ncu["M"] == 32)
-    ncu.loc[b32, "ncu_kernel"] = "kd_gemm_m32"
-    sass = pd.read_csv(DATA / "sass.csv")
-    kd = sass[sass["kernel"] == "KD"].assign(symbol="kd_gemm_m32", threads=384)
-    inp = bound_inputs.inputs(led, ncu, pd.concat([sass, kd], ignore_index=True), bounds.machine(gpu))
-    row = inp[(inp["kernel"] == "KD") & (inp["M"] == 32)].iloc[0]
-    assert row["blocks"] == 132  # ceil(32 / 32) x ceil(18944 / 144), the path's tile
-    # the M = 1 function's tile would be none (no K-tile: blocks from its counts instead)
-    assert row["tail"] == 1.0
+    inp = bound_inputs.inputs(pd.read_csv(DATA / "ledgers.csv"), pd.read_csv(DATA / "ncu.csv"),
+                              pd.read_csv(DATA / "sass.csv"), bounds.machine(gpu))
+    kd = inp[inp["kernel"] == "KD"].set_index("M")
+    assert kd.at[32, "blocks"] == math.ceil(32 / 32) * math.ceil(18944 / 144)
+    assert kd.at[32, "tail"] == 1.0
+    assert kd.at[1, "blocks"] == 18944 / 32

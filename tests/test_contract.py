@@ -157,10 +157,10 @@ def test_recorded_run_without_out_writes_only_under_out(cuda_absent):
     existed = default.exists()
     try:
         p = run("--no-sass", timeout=600)
-        if existed:  # a run of another's there is kept (refused); the recorded run re-derives
+        if existed:  # whatever is there is kept (refused); the same recorded run re-derives
             assert p.returncode in (0, 2), p.stderr
             if p.returncode == 2:
-                refused(p, "different run")
+                refused(p, "choose another --out")
         else:
             succeeded(p)
             assert (default / "data" / rundir.RESULTS).read_bytes() == (DATA / rundir.RESULTS).read_bytes()

@@ -15,6 +15,7 @@ there without one. CPU only.
 from __future__ import annotations
 
 import math
+import sys
 import re
 from pathlib import Path
 
@@ -88,12 +89,15 @@ def test_every_figure_of_the_readmes_run_section_is_quoted_from_the_data():
     assert not loose, f"README's reference-run section quotes {loose} without a marker"
 
 
-def test_the_checker_catches_a_wrong_figure(tmp_path):
+def test_the_checker_catches_a_wrong_figure(tmp_path, monkeypatch):
+    (tmp_path / "ledgers.csv").write_text(
+        "kernel,experiment,pct_cublas\nK12,main,101.2843\nK12,shapes,100.5\n")
+    monkeypatch.setattr(sys.modules[__name__], "DATA", tmp_path)
     line = "<!--q ledgers.csv pct_cublas kernel=K12 experiment=main-->**101.3%**"
     m = MARK.search(line)
     want = cell(m["file"], m["column"], m["keys"])
-    assert printed(m["number"]) == (101.3, 1)
-    assert abs(want - 101.3) <= 0.05  # the committed run's K12
+    assert printed(m["number"]) == (101.3, 1) and want == pytest.approx(101.2843)
+    assert abs(printed("101.3")[0] - want) <= 0.05  # the cell at its printed rounding
     assert abs(printed("101.4")[0] - want) > 0.05  # one digit off is caught
     with pytest.raises(AssertionError, match="rows, not one"):
         cell("ledgers.csv", "pct_cublas", " kernel=K12")  # several experiments: ambiguous
