@@ -9,7 +9,7 @@ import pytest
 from study.predict import issue
 from study.toolchain.sass import Instr
 
-C = issue.Constants(lds_latency=30, ldg_latency=600, read_latency=4, barrier_latency=20,
+C = issue.Constants(lds_latency=30, ldg_latency=600, ldl_latency=40, read_latency=4, barrier_latency=20,
                     smem_wavefronts_per_cycle=1.0, fma_cycles=1, alu_cycles=2, mio_queue=8, banks=4,
                     bank_cycles=1)
 
@@ -52,6 +52,26 @@ def test_a_shared_load_is_waited_for_through_its_scoreboard():
     r = issue.simulate(body, warps_per_block=1, blocks=1, c=C)
     assert r.cycles_per_iteration == 33
     assert max(r.stalls, key=r.stalls.get) == "short_scoreboard"
+
+
+def test_a_spill_reload_waits_for_the_l1_not_for_dram():
+    """LDL at t, its result at t + 40 (ldl_latency), the FFMA on its scoreboard then, the branch a
+    cycle later, the next LDL a cycle after: 42 cycles; an LDG in its place: 600 + 2."""
+    ldl = [ins("LDL", "R4, [R1+0x10]", write=0), ins("FFMA", "R0, R4, R5, R3", wait=(0,)), BRA]
+    ldg = [ins("LDG.E", "R4, desc[UR4][R2.64]", write=0), ins("FFMA", "R0, R4, R5, R3", wait=(0,)), BRA]
+    assert issue.simulate(ldl, warps_per_block=1, blocks=1, c=C).cycles_per_iteration == 42
+    assert issue.simulate(ldg, warps_per_block=1, blocks=1, c=C).cycles_per_iteration == 602
+
+
+def test_shared_cycles_from_the_lanes_replace_the_width_rule():
+    """A 128-bit load whose 32 lanes read one float4 (a broadcast: 2 cycles, one per half-warp)
+    rather than the 4 of its width: 8 such loads from four warps need 16 unit cycles a pass."""
+    body = [ins("LDS.128", "R4, [R2]") for _ in range(2)] + [BRA]
+    r = issue.simulate(body, warps_per_block=4, blocks=1, c=C, iterations=40,
+                       shared_cycles=[2, 2, None])
+    assert r.cycles_per_iteration == pytest.approx(16, abs=1)
+    with pytest.raises(ValueError, match="one entry per instruction"):
+        issue.simulate(body, warps_per_block=4, blocks=1, c=C, shared_cycles=[2])
 
 
 def test_a_wide_shared_load_holds_the_unit_for_each_of_its_wavefronts():

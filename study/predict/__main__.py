@@ -61,7 +61,7 @@ def registered(kid: str, shape, arch: str):
     launch = model.Launch(grid=(math.ceil(N / reg.bn), math.ceil(M / reg.bm), 1), threads=reg.threads,
                           smem=res["smem_bytes"], registers=res["registers"],
                           compute_threads=k.compute_threads)
-    return model.main_loop_of(tc.compile_cuda(k, arch), k.symbol), launch, None
+    return model.main_loop_of(sass.dump_sass(tc.compile_cuda(k, arch), k.symbol)), launch, None
 
 
 def triton_tiled(k, shape, arch: str):
@@ -82,7 +82,7 @@ def triton_tiled(k, shape, arch: str):
     launch = model.Launch(grid=(math.ceil(M / bm) * math.ceil(N / bn), 1, 1),
                           threads=t["threads"] or k.threads, smem=int(t["smem_bytes"] or 0),
                           registers=int(usage.get("REG", 0)))
-    return sass.main_loop(sass.dump_sass(t["cubin"], t["name"])), launch, t["config"]
+    return model.main_loop_of(sass.dump_sass(t["cubin"], t["name"])), launch, t["config"]
 
 
 def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
@@ -107,9 +107,9 @@ def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
             raise InputError(f"--symbol {symbol} {why} of the kernels in {path.name}: {held}")
         name = names[0]
         usage = sass.resources_cubin(cubin, name)
-        body = sass.main_loop(funcs[name])
+        loop = model.main_loop_of(funcs[name])
     static = max(0, int(usage.get("SHARED", 0)) - (1024 if sm.startswith("sm_9") else 0))
-    return body, model.Launch(grid=grid, threads=block, smem=static + smem,
+    return loop, model.Launch(grid=grid, threads=block, smem=static + smem,
                               registers=int(usage.get("REG", 0))), None
 
 
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                                      cli.positive_int(a.block, "--block"), smem, arch)
             name = a.symbol
         try:
-            r = model.predict(loop, launch, shape, gpu, arch)
+            r = model.predict(loop[0], launch, shape, gpu, arch, shared_cycles=loop[1])
         except ValueError as e:
             raise InputError(f"{name}: {e}") from None
         if a.json:

@@ -49,6 +49,7 @@ class Constants:
 
     lds_latency: int = 30  # a shared load's result, after its wavefronts have been served
     ldg_latency: int = 600  # a global load's (or an async copy's) data in place
+    ldl_latency: int = 40  # a spill reload (LDL): local memory a block re-reads stays in its SM's L1
     other_latency: int = 20  # other variable-latency results (S2R, LDC, SYNCS, ...)
     read_latency: int = 4  # a read scoreboard: the sources of a store or copy have been read
     barrier_latency: int = 20  # from the last warp's arrival to the release of BAR.SYNC
@@ -67,9 +68,9 @@ DEFAULT = Constants()  # not yet fitted on a GPU: anchors of the order published
 
 
 def wavefronts(ins: Instr) -> int:
-    """Shared-memory cycles of one warp's access: its bytes over the 128 bytes per cycle the unit
-    serves (a 128-bit load by 32 lanes, 512 bytes, is 4). Broadcasts, which the SASS cannot show,
-    count as distinct addresses."""
+    """Shared-memory cycles of one warp's access by its width alone, where its lanes' addresses
+    are not known: its bytes over the 128 bytes per cycle the unit serves (a 128-bit load by 32
+    lanes, 512 bytes, is 4), every lane's address taken as distinct."""
     return max(1, ins.width // 32)
 
 
@@ -124,15 +125,19 @@ def _kind(ins: Instr) -> str:
 
 
 def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Constants = DEFAULT,
-             iterations: int = 4, schedulers: int = 4) -> LoopResult:
+             iterations: int = 4, schedulers: int = 4,
+             shared_cycles: Sequence[float | None] | None = None) -> LoopResult:
     """Play ``iterations`` passes of the loop ``body`` (its last instruction the back edge) for
     ``blocks`` resident blocks of ``warps_per_block`` warps; the steady state is read over the
-    second half of the passes (from the cycle every warp has finished half of them)."""
+    second half of the passes (from the cycle every warp has finished half of them).
+    ``shared_cycles`` gives, per instruction of ``body``, the shared-memory unit's wavefronts for
+    its access where its lanes' addresses are known (:mod:`study.toolchain.lanes`); elsewhere
+    (None) the access is priced by its width (:func:`wavefronts`)."""
     if not body or any(i.control is None for i in body):
         raise ValueError("the loop body needs every instruction's scheduling word (sm_70 and later)")
     if warps_per_block < 1 or blocks < 1 or iterations < 2:
         raise ValueError("needs at least one warp, one block and two iterations")
-    sim = _Sim(body, warps_per_block, blocks, c, schedulers)
+    sim = _Sim(body, warps_per_block, blocks, c, schedulers, shared_cycles)
     half = iterations // 2
     finished_at: dict[int, int] = {}
     t = 0
@@ -167,9 +172,13 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
 class _Sim:
     """The state of one SM while it plays the loop: warps, pipes, the shared-memory unit."""
 
-    def __init__(self, body, warps_per_block, blocks, c: Constants, schedulers):
+    def __init__(self, body, warps_per_block, blocks, c: Constants, schedulers, shared_cycles=None):
         self.body, self.c, self.warps_per_block = body, c, warps_per_block
         self.kinds = [_kind(i) for i in body]
+        given = list(shared_cycles) if shared_cycles is not None else [None] * len(body)
+        if len(given) != len(body):
+            raise ValueError("shared_cycles needs one entry per instruction of the loop")
+        self.wavefronts = [g if g is not None else wavefronts(i) for g, i in zip(given, body)]
         self.depbar = [(_DEPBAR.search(i.operands) if k == "depbar" else None)
                        for i, k in zip(body, self.kinds)]
         self.warps = [_Warp(block=b, scheduler=(b * warps_per_block + w) % schedulers)
@@ -238,14 +247,14 @@ class _Sim:
             self.alu_free[s] = t + c.alu_cycles
             self.busy["alu"] += c.alu_cycles if counting else 0
         elif kind == "shared":
-            served = wavefronts(ins) / c.smem_wavefronts_per_cycle
+            served = self.wavefronts[w.pc] / c.smem_wavefronts_per_cycle
             start = max(float(t), self.smem_free)
             self.smem_free = start + served
             self.busy["shared"] += served if counting else 0
             self.mio_waiting[s].append(start)
             result_at = self.smem_free + c.lds_latency
         elif kind == "global":
-            result_at = t + c.ldg_latency
+            result_at = t + (c.ldl_latency if ins.base == "LDL" else c.ldg_latency)
             if ins.base == "LDGSTS":
                 w.pending_copies = max(w.pending_copies, result_at)
         elif kind == "copy_group":

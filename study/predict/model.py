@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 
 from study.predict import issue
-from study.toolchain import occupancy, sass
+from study.toolchain import lanes, occupancy, sass
 
 MISSING = ("prologue and epilogue", "instruction cache", "unfitted constants")
 
@@ -40,9 +40,10 @@ class Launch:
 
 
 def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: str = "sm_90",
-            c: issue.Constants = issue.DEFAULT) -> dict:
+            c: issue.Constants = issue.DEFAULT, shared_cycles: list | None = None) -> dict:
     """The prediction for one kernel at ``shape`` (M, N, K): its main loop's SASS ``body`` run
-    with ``launch`` on ``gpu`` (a :class:`study.rundata.gpu.GPU`)."""
+    with ``launch`` on ``gpu`` (a :class:`study.rundata.gpu.GPU`); ``shared_cycles`` as
+    :func:`main_loop_of` gives them."""
     M, N, K = shape
     ffma = sum(1 for i in body if i.base == "FFMA")
     if not body or ffma == 0:
@@ -55,7 +56,7 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     owners = launch.compute_threads or launch.threads
     # the warps that run the main loop: a warp-specialised kernel's producer warps run other code
     warps = -(-owners // 32)
-    loop = issue.simulate(body, warps, per_sm, c)
+    loop = issue.simulate(body, warps, per_sm, c, shared_cycles=shared_cycles)
     trips = M * N * K / (launch.blocks * owners * ffma)
     waves = math.ceil(launch.blocks / (occ["blocks"] * gpu.sms))
     hz = gpu.sm_clock_mhz * 1e6
@@ -82,8 +83,22 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "loop_instructions": len(body),
         "loop_ffma": ffma,
         "dram_ms": dram_s * 1e3,
-        "missing": list(MISSING),
+        "missing": missing(body, shared_cycles),
     }
+
+
+def missing(body: list, shared_cycles: list | None) -> list[str]:
+    """What this prediction leaves out: always :data:`MISSING`; the tensor copies' barrier waits
+    where the loop has them; the shared accesses whose lanes' addresses the SASS did not give
+    (priced by width)."""
+    out = list(MISSING)
+    if any(i.base in ("SYNCS", "UTMALDG", "UBLKCP") for i in body):
+        out.append("tensor copies and their barrier waits")
+    known = shared_cycles or [None] * len(body)
+    unknown = sum(1 for i, c in zip(body, known) if i.base in lanes.SHARED_ACCESS and i.pred != "@!PT" and c is None)
+    if unknown:
+        out.append(f"lane addresses of {unknown} shared accesses (priced by width)")
+    return out
 
 
 # what a warp waiting in each state waits for
@@ -106,5 +121,8 @@ def _bound(loop: issue.LoopResult) -> str:
     return RESOURCE[lead] if lead else "issue"
 
 
-def main_loop_of(cubin, symbol: str | None) -> list:
-    return sass.main_loop(sass.dump_sass(cubin, symbol))
+def main_loop_of(instrs: list) -> tuple[list, list]:
+    """(the main loop of a kernel's SASS ``instrs``, the shared-memory wavefronts of each of its
+    instructions where its lanes' addresses are known from the SASS, else None)."""
+    body = sass.main_loop(instrs)
+    return body, lanes.shared_cycles(instrs, body)

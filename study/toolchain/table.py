@@ -18,7 +18,7 @@ import subprocess
 from study import arch as arches
 from study import kernels as registry
 from study.errors import InputError
-from study.toolchain import tools
+from study.toolchain import lanes, tools
 from study.toolchain.compile import CompileError, compile_cuda, compile_triton, resources_cuda
 from study.toolchain.occupancy import occupancy_limits
 from study.toolchain.sass import (
@@ -40,7 +40,7 @@ TABLE_COLUMNS = [
     "loop_FFMA", "loop_LDS32", "loop_LDS64", "loop_LDS128", "loop_LDS", "loop_LDSM", "loop_LDG32",
     "loop_LDG64", "loop_LDG128", "loop_LDG256", "loop_LDG", "loop_LDGSTS", "loop_STS", "loop_STSM",
     "loop_BAR", "loop_LDL", "loop_STL", "loop_total",
-    "loop_lds_per_ffma", "loop_ldg_per_ffma", *SCHEDULE_KEYS,
+    "loop_lds_per_ffma", "loop_ldg_per_ffma", *SCHEDULE_KEYS, *lanes.TABLE_KEYS,
     "registers", "smem_bytes", "spills", "threads", "num_stages", "config",
     "occupancy_pct", "occupancy_limited_by", "nvcc", "triton", "error",
 ]
@@ -92,6 +92,7 @@ def kernel_sass(kernel, arch="sm_90", config: dict | None = None, path=None, chi
     row.update(histogram(instrs))
     row.update(loop_histogram(instrs))
     row.update(loop_schedule(instrs))
+    row.update(lanes.loop_table(instrs, main_loop(instrs)))
     row.update(registers=registers, smem_bytes=smem, spills=spill_bytes(usage), threads=threads)
     try:  # the arch is known (checked above): only a missing resource figure leaves a NaN
         occ = occupancy_limits(int(registers), int(smem or 0), int(threads), a)

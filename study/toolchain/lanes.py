@@ -1,0 +1,366 @@
+"""The shared-memory addresses of one warp's lanes, read from the SASS: an interpreter of the
+integer instructions that compute addresses, run for warp 0 of block 0.
+
+Shared-memory cost depends on which addresses a warp's 32 lanes touch (broadcasts, bank
+conflicts), which an instruction's opcode does not say. The address is a register computed from
+the thread index with integer instructions before (and in) the main loop; this module plays them
+for the 32 lanes of warp 0 (``SR_TID.X`` = lane, ``SR_TID.Y`` = ``SR_TID.Z`` = 0, ``SR_LANEID``
+= lane: the layout of any block whose x extent is a multiple of 32) and block 0, so that
+``wavefronts`` can count the shared-memory cycles each access needs.
+
+Rules of the interpreter:
+
+* Instructions run once each, in address order, from the kernel's entry to the end of the main
+  loop (the loop's first pass); branches are not followed and guards are ignored: address
+  registers are set on the straight path before the loop, the guarded code beside them (empty
+  problems, bounds) writes other registers.
+* A value is 32 lanes of 32-bit integers. Anything the interpreter does not model (a load's
+  result, a floating-point result, an opcode outside the set below) makes its destination
+  unknown, and an address that reads an unknown register is unknown: its access is priced by
+  width alone (``None`` from :func:`lane_addresses`).
+* Constant-bank reads (kernel parameters, the driver's values) and special registers other than
+  the thread and lane index read 0: they are the same for every lane, so they move a warp's
+  addresses together and leave broadcasts and banks as they are, except where one multiplies a
+  lane-dependent value (a shared-memory stride is a compile-time constant in the kernels this
+  reads).
+
+Integer opcodes modelled: MOV, UMOV, R2UR, IMAD (and its .MOV, .SHL, .IADD forms; .WIDE's low
+word), IADD3, STL and LDL (a spill and its reload),
+UIADD3, LEA, ULEA (and .HI), SHF, USHF, SHL, SHR, LOP3, ULOP3, IABS, IMNMX, SEL, SGXT, BMSK,
+CS2R (zero), HFMA2.MMA of two constants (the compiler's constant move), S2R, S2UR, LDC, ULDC.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Sequence
+
+from study.toolchain.sass import Instr
+
+LANES = 32
+MASK = 0xFFFFFFFF
+ZERO = (0,) * LANES
+LANE = tuple(range(LANES))
+
+_REG = re.compile(r"^(-|~|!)?\|?(U?R(?:\d+|Z)|SRZ|U?PT|U?P\d)\|?(?:\.[A-Za-z0-9_]+)*$")
+_IMM = re.compile(r"^-?(?:0x[0-9a-fA-F]+|\d+)$")
+_CONST = re.compile(r"^-?c\[0x[0-9a-fA-F]+\]\[(?:0x[0-9a-fA-F]+|U?R\d+(?:\+0x[0-9a-fA-F]+)?)\]$")
+
+
+def _split(operands: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in operands:
+        if ch in "[":
+            depth += 1
+        elif ch in "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+class Lanes:
+    """Register file of one warp: vector registers (R) per lane, uniform registers (UR) once."""
+
+    def __init__(self) -> None:
+        self.regs: dict[str, tuple | None] = {}
+        self.local: dict[str, tuple | None] = {}  # spilled values by their address operand
+
+    def read(self, text: str) -> tuple | None:
+        t = text.strip()
+        neg = t.startswith("-")
+        inv = t.startswith("~")
+        t = t.lstrip("-~")
+        t = t.replace("|", "")
+        name = t.split(".")[0]
+        if _IMM.match(text.strip()):
+            v = int(text.strip(), 0) & MASK
+            return (v,) * LANES
+        if name in ("RZ", "URZ", "SRZ"):
+            val = ZERO
+        elif re.match(r"^U?R\d+$", name):
+            val = self.regs.get(name)
+            if val is None:
+                return None
+        elif _CONST.match(t):
+            val = ZERO
+        else:
+            return None
+        if neg:
+            val = tuple((-v) & MASK for v in val)
+        if inv:
+            val = tuple((~v) & MASK for v in val)
+        return val
+
+    def write(self, dest: str, val: tuple | None, pair: tuple | None = None, wide: bool = False) -> None:
+        name = dest.split(".")[0]
+        if not re.match(r"^U?R\d+$", name):
+            return
+        self.regs[name] = val
+        if pair is not None or wide:  # the register after a 64-bit destination
+            prefix = "UR" if name.startswith("UR") else "R"
+            self.regs[f"{prefix}{int(name[len(prefix):]) + 1}"] = pair
+
+
+def _lop3(a: int, b: int, c: int, lut: int) -> int:
+    r = 0
+    for bit in range(32):
+        idx = (((a >> bit) & 1) << 2) | (((b >> bit) & 1) << 1) | ((c >> bit) & 1)
+        r |= ((lut >> idx) & 1) << bit
+    return r
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def step(state: Lanes, ins: Instr) -> None:
+    """Play one instruction on ``state`` (its destination becomes unknown where not modelled)."""
+    ops = _split(ins.operands)
+    base = ins.base.lstrip("U") if ins.base.startswith("U") and ins.base not in ("UMOV",) else ins.base
+    mods = ins.mods
+    if not ops:
+        return
+    dest = ops[0]
+    src = ops[1:]
+    if ins.base == "STL":  # a spill: what the register held, kept under its local address
+        state.local[ops[0]] = state.read(ops[1]) if len(ops) > 1 else None
+        return
+    if ins.base == "LDL":  # its reload
+        state.write(dest, state.local.get(src[0]) if src else None)
+        return
+    # predicate destinations (ISETP, ...) and stores have no register result here
+    if re.match(r"^U?P(\d|T)", dest) or ins.base in ("STS", "STG", "ST", "BAR", "BRA", "EXIT"):
+        return
+
+    def r(i):
+        return state.read(src[i]) if i < len(src) else None
+
+    def lanewise(f, *vals):
+        if any(v is None for v in vals):
+            return None
+        return tuple(f(*xs) & MASK for xs in zip(*vals))
+
+    # skip predicate sources in the operand list (carry-ins of IADD3, SEL's selector)
+    def values():
+        return [s for s in src if not re.match(r"^!?U?P(\d|T)$", s)]
+
+    val = None
+    pair = None
+    try:
+        if ins.base == "S2R" or ins.base == "S2UR":
+            sr = src[0] if src else ""
+            val = LANE if sr in ("SR_TID.X", "SR_LANEID") else ZERO
+            if ins.base == "S2UR":
+                val = ZERO
+        elif ins.base == "HFMA2" and "MMA" in mods and [s.strip() for s in src[:2]] == ["-RZ", "RZ"]:
+            # HFMA2.MMA d, -RZ, RZ, h, l: the compiler's move of a constant, two halves packed
+            h, lo = (struct.unpack("<H", struct.pack("<e", float(x)))[0] for x in src[2:4])
+            val = ((h << 16) | lo,) * LANES
+        elif ins.base == "R2UR":  # a uniform register from a vector one: lane 0's value
+            a = r(0)
+            val = (a[0],) * LANES if a is not None else None
+        elif ins.base == "CS2R":
+            val, pair = (ZERO, ZERO) if ".32" not in ins.opcode else (ZERO, None)
+        elif base in ("MOV",) or ins.base == "UMOV":
+            val = r(0)
+        elif base in ("LDC",) or ins.base == "ULDC":
+            val = ZERO
+            if ".64" in ins.opcode:
+                pair = ZERO
+        elif base == "IMAD":
+            # every form (.MOV, .SHL, .IADD included) is a * b + c of its three sources; the
+            # high and wide products are not addresses here
+            v = values()
+            if "HI" in mods or len(v) < 3:
+                val = None
+            elif "WIDE" in mods:  # a 64-bit d:d+1 = a * b + c:c+1; its low word only
+                a, b, c = (state.read(x) for x in v[:3])
+                val = lanewise(lambda x, y, z: x * y + z, a, b, c)
+                pair = None
+            else:
+                a, b, c = (state.read(x) for x in v[:3])
+                val = lanewise(lambda x, y, z: x * y + z, a, b, c)
+        elif base == "IADD3":
+            v = values()
+            a, b, c = (state.read(x) for x in v[:3])
+            val = lanewise(lambda x, y, z: x + y + z, a, b, c)
+        elif base == "LEA":
+            v = values()
+            if "HI" in mods:
+                # LEA.HI d, a, b, c, s: b + ({c:a} >> (32 - s)), the high word c often RZ
+                a, b = state.read(v[0]), state.read(v[1])
+                hi = state.read(v[2]) if len(v) > 3 else ZERO
+                s = int(v[-1], 0)
+                val = lanewise(lambda x, y, h: y + ((((h << 32) | x) >> (32 - s)) & MASK), a, b, hi)
+            else:
+                a, b = state.read(v[0]), state.read(v[1])
+                s = int(v[-1], 0)
+                val = lanewise(lambda x, y: (x << s) + y, a, b)
+        elif base == "SHF":
+            # SHF.{L,R}.{U32,S32,U64,S64}[.HI] d, lo, n, hi: the 64-bit {hi:lo} shifted by n, the
+            # low word of the result (the high word with .HI)
+            v = values()
+            lo, s, hi = state.read(v[0]), state.read(v[1]), state.read(v[2])
+            signed = "S32" in mods or "S64" in mods
+            high = "HI" in mods
+
+            def shf(x, n, h):
+                wide = (h << 32) | x
+                if signed and h & 0x80000000:
+                    wide -= 1 << 64
+                n &= 63
+                out = wide << n if "L" in mods else wide >> n
+                return out >> 32 if high else out
+            val = lanewise(shf, lo, s, hi)
+        elif base in ("SHL",):
+            a, s = r(0), r(1)
+            val = lanewise(lambda x, n: x << (n & 31), a, s)
+        elif base in ("SHR",):
+            a, s = r(0), r(1)
+            val = lanewise(lambda x, n: (_signed(x) if "S32" in mods else x) >> (n & 31), a, s)
+        elif base == "LOP3":
+            v = values()
+            a, b, c = (state.read(x) for x in v[:3])
+            lut = int(v[3], 0)
+            val = lanewise(lambda x, y, z: _lop3(x, y, z, lut), a, b, c)
+        elif base == "IABS":
+            val = lanewise(lambda x: abs(_signed(x)), r(0))
+        elif base == "IMNMX":
+            v = values()
+            a, b = state.read(v[0]), state.read(v[1])
+            pick = min if "!PT" not in src[-1] and src[-1].endswith("PT") else max
+            val = lanewise(lambda x, y: pick(_signed(x), _signed(y)), a, b)
+        elif base == "SEL":
+            # SEL d, a, b, P: the predicate is not played; where a and b are the same for every
+            # lane (a stage's base, say) either choice moves the warp's addresses together
+            a, b = r(0), r(1)
+            if a is not None and b is not None and (a == b or (len(set(a)) == 1 and len(set(b)) == 1)):
+                val = a
+        elif base == "SGXT":
+            a, n = r(0), r(1)
+            def sgxt(x, b):
+                b &= 31
+                x &= (1 << b) - 1 if b else 0
+                return x - (1 << b) if b and x >> (b - 1) & 1 and "U32" not in mods else x
+            val = lanewise(sgxt, a, n)
+        elif base == "BMSK":
+            a, n = r(0), r(1)
+            val = lanewise(lambda p, w: ((1 << (w & 31)) - 1) << (p & 31), a, n)
+        else:
+            val = None
+    except (ValueError, IndexError):
+        val = None
+    state.write(dest, val, pair, wide=".64" in ins.opcode or "WIDE" in mods)
+
+
+_ADDR = re.compile(r"\[([^\]]*)\]")
+
+
+def address(state: Lanes, operand: str) -> tuple | None:
+    """The 32 lanes' byte addresses of a memory operand ``[R8+UR4+0x80]``."""
+    m = _ADDR.search(operand)
+    if not m:
+        return None
+    total = ZERO
+    for part in re.split(r"\+", m.group(1).replace("-", "+-")):
+        part = part.strip()
+        if not part:
+            continue
+        name, *mods = part.lstrip("-").split(".")
+        scale = 1
+        for mod in mods:
+            if re.match(r"^X\d+$", mod):
+                scale = int(mod[1:])
+            elif mod not in ("U32", "64", "reuse"):
+                return None
+        if _IMM.match(part):
+            v = (int(part, 0) & MASK,) * LANES
+        elif re.match(r"^U?R(\d+|Z)$", name):
+            v = state.read(name)
+            if v is None:
+                return None
+            v = tuple((x * scale) & MASK for x in v)
+            if part.startswith("-"):
+                v = tuple((-x) & MASK for x in v)
+        else:
+            return None
+        total = tuple((x + y) & MASK for x, y in zip(total, v))
+    return total
+
+
+def lane_addresses(instrs: Sequence[Instr], loop: Sequence[Instr]) -> dict[int, tuple | None]:
+    """Each shared-memory access of ``loop`` (by address): its lanes' byte addresses in the loop's
+    first pass, or None where they are not known from the SASS. ``instrs`` is the whole kernel,
+    ``loop`` its main loop (a slice of it)."""
+    if not loop:
+        return {}
+    end = loop[-1].addr
+    state = Lanes()
+    out: dict[int, tuple | None] = {}
+    in_loop = {i.addr for i in loop}
+    for ins in instrs:
+        if ins.addr > end:
+            break
+        if ins.pred == "@!PT":
+            continue  # never executes
+        if ins.addr in in_loop and ins.base in ("LDS", "STS", "LDSM"):
+            ops = _split(ins.operands)
+            mem = next((o for o in ops if o.startswith("[")), None)
+            out[ins.addr] = address(state, mem) if mem else None
+        step(state, ins)
+    return out
+
+
+def wavefronts(addrs: Sequence[int], width_bits: int, banks: int = 32, bank_bytes: int = 4) -> int:
+    """Shared-memory cycles of one warp's access: each lane touches ``width_bits / 8`` bytes
+    from its address. Accesses wider than 32 bits are served a half-warp at a time (16 lanes),
+    32-bit ones a warp at a time; within one, a cycle serves one distinct word per bank (lanes
+    reading the same word share it: a broadcast), so the group takes as many cycles as its
+    busiest bank has distinct words."""
+    width = max(4, width_bits // 8)
+    group = LANES if width == 4 else LANES // 2
+    total = 0
+    for g in range(0, LANES, group):
+        words: set[int] = set()
+        for a in addrs[g : g + group]:
+            for off in range(0, width, bank_bytes):
+                words.add((a + off) // bank_bytes)
+        per_bank: dict[int, int] = {}
+        for w in words:
+            per_bank[w % banks] = per_bank.get(w % banks, 0) + 1
+        total += max(per_bank.values(), default=1)
+    return total
+
+
+SHARED_ACCESS = ("LDS", "STS", "LDSM")
+TABLE_KEYS = ("loop_lds_wavefronts", "loop_lds_unknown")
+
+
+def shared_cycles(instrs: Sequence[Instr], loop: Sequence[Instr]) -> list[int | None]:
+    """Per instruction of ``loop``: the wavefronts of its shared-memory access where its lanes'
+    addresses are known (:func:`lane_addresses`), else None (not an access, or not known)."""
+    addrs = lane_addresses(instrs, loop)
+    return [wavefronts(addrs[i.addr], i.width) if addrs.get(i.addr) is not None else None
+            for i in loop]
+
+
+def loop_table(instrs: Sequence[Instr], loop: Sequence[Instr]) -> dict[str, float]:
+    """For the SASS table: ``loop_lds_wavefronts`` the shared-load wavefronts (LDS, LDSM) of one
+    pass of the main loop by one warp, where every load's lanes are known, else NaN;
+    ``loop_lds_unknown`` the loads whose addresses are not known from the SASS. (ncu's
+    ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` over the passes and warps measures the
+    same count.)"""
+    if not loop:
+        return dict.fromkeys(TABLE_KEYS, float("nan"))
+    cycles = shared_cycles(instrs, loop)
+    loads = [c for i, c in zip(loop, cycles) if i.base in ("LDS", "LDSM") and i.pred != "@!PT"]
+    unknown = sum(1 for c in loads if c is None)
+    return {"loop_lds_wavefronts": float("nan") if unknown else float(sum(loads)),
+            "loop_lds_unknown": unknown}

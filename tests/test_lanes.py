@@ -1,0 +1,118 @@
+"""study.toolchain.lanes: a warp's shared-memory addresses played from the SASS, and the
+wavefronts an access of those addresses costs. Hand-made addresses and instruction streams with
+their counts worked out by hand, and the compiled K6 and K7 against the count of their source
+(the same figures ncu reads on the H200: reports/data/ncu.csv). CPU only; the compiled kernels
+need nvcc and cuobjdump."""
+
+from __future__ import annotations
+
+import pytest
+
+from study.toolchain import lanes
+from study.toolchain.sass import Instr
+from tests.conftest import needs_tools
+
+LANE = range(32)
+
+
+@pytest.mark.parametrize("addrs,width,want", [
+    ([4 * i for i in LANE], 32, 1),  # consecutive words: one per bank
+    ([0] * 32, 32, 1),  # one word for every lane: a broadcast
+    ([8 * i for i in LANE], 32, 2),  # stride 2 words: two distinct words in each even bank
+    ([128 * i for i in LANE], 32, 32),  # one bank, 32 distinct words
+    ([16 * i for i in LANE], 128, 4),  # float4 per lane: 256 B per half-warp, two cycles each
+    ([0] * 32, 128, 2),  # a 128-bit broadcast: one cycle per half-warp
+    ([16 * (i % 8) for i in LANE], 128, 2),  # 8 distinct float4 (128 B) shared by the half-warps
+    ([8 * i for i in LANE], 64, 2),  # float2 per lane: 128 B per half-warp
+])
+def test_wavefronts_of_an_access(addrs, width, want):
+    assert lanes.wavefronts(addrs, width) == want
+
+
+def I(addr: int, op: str, operands: str, pred: str = "") -> Instr:
+    return Instr(addr, op, operands, pred)
+
+
+def test_the_interpreter_follows_the_thread_index_into_an_address():
+    # tid.x * 16 + 0x400 (a uniform base), then a row of 4 lanes: (tid & 3) * 512 + (tid >> 2) * 16
+    prog = [
+        I(0x00, "S2R", "R0, SR_TID.X"),
+        I(0x10, "UMOV", "UR4, 0x400"),
+        I(0x20, "LEA", "R1, R0, UR4, 0x4"),
+        I(0x30, "LOP3.LUT", "R2, R0, 0x3, RZ, 0xc0, !PT"),
+        I(0x40, "SHF.R.U32.HI", "R3, RZ, 0x2, R0"),
+        I(0x50, "IMAD.SHL.U32", "R2, R2, 0x200, RZ"),
+        I(0x60, "LEA", "R2, R3, R2, 0x4"),
+        I(0x70, "LDS.128", "R4, [R1+0x10]"),
+        I(0x80, "LDS.128", "R8, [R2]"),
+        I(0x90, "LDG.E", "R5, desc[UR8][R6.64]"),
+        I(0xa0, "LDS", "R9, [R5]"),  # an address loaded from memory: unknown
+        I(0xb0, "BRA", "0x70"),
+    ]
+    a = lanes.lane_addresses(prog, prog[7:])
+    assert a[0x70] == tuple(16 * i + 0x410 for i in LANE)
+    assert a[0x80] == tuple((i & 3) * 512 + (i >> 2) * 16 for i in LANE)
+    assert a[0xa0] is None
+    # the second access: each half-warp reads 4 rows 512 B apart (the same banks) of 4 float4:
+    # 4 distinct words in each of 16 banks, 4 cycles per half: 4 + 4
+    assert lanes.wavefronts(a[0x80], 128) == 8
+
+
+def test_a_guard_that_never_executes_is_not_played():
+    prog = [I(0x00, "S2R", "R0, SR_TID.X"), I(0x10, "MOV", "R0, RZ", pred="@!PT"),
+            I(0x20, "LDS", "R1, [R0.X4]"), I(0x30, "BRA", "0x20")]
+    # .X4 scales the register by 4; the MOV under @!PT is skipped
+    assert lanes.lane_addresses(prog, prog[2:])[0x20] == tuple(4 * i for i in LANE)
+    prog[2] = I(0x20, "LDS", "R1, [R0.SOMETHING]")  # a modifier it does not know: unknown
+    assert lanes.lane_addresses(prog, prog[2:])[0x20] is None
+
+
+@needs_tools
+@pytest.mark.parametrize("kid,want", [
+    # K6: per k, 2 loads of A (a float4 the 32 lanes of a row of threads share: one cycle per
+    # half-warp) and 1 of B (32 consecutive float4: two per half-warp) for 32 FFMA:
+    # (2 + 2 + 4) / 32
+    ("K6", (2 + 2 + 4) / 32),
+    # K7: per k, 2 loads of A at As[k][8 ty] (a half-warp is one ty: one cycle per half) and 2 of
+    # B at Bs[k][8 tx] (16 lanes of a half 32 B apart: tx and tx + 4 share banks, 4 words a bank,
+    # 4 cycles per half) for 64 FFMA: (2 + 2 + 8 + 8) / 64
+    ("K7", (2 + 2 + 8 + 8) / 64),
+])
+def test_compiled_loops_cost_the_wavefronts_of_their_source(kid, want):
+    from study import kernels
+    from study.predict import model
+    from study.toolchain import compile as tc
+    from study.toolchain import sass
+
+    k = kernels.get(kid)
+    body, cycles = model.main_loop_of(sass.dump_sass(tc.compile_cuda(k, "sm_90"), k.symbol))
+    ffma = sum(1 for i in body if i.base == "FFMA")
+    shared = [c for i, c in zip(body, cycles) if i.base == "LDS"]
+    assert None not in shared
+    assert sum(shared) / ffma == pytest.approx(want)
+
+
+@needs_tools
+@pytest.mark.parametrize("kid", ["K3", "K3c", "K4", "K5", "K6", "K7", "K8", "K9", "K10", "K11", "K12"])
+def test_the_sass_gives_the_shared_wavefronts_the_h200_measured(kid):
+    """The CUDA kernels without tensor copies, compiled here as the reference run compiled them
+    (nvcc 13.0, sm_90): their loop's wavefronts per FFMA from the lanes equal ncu's shared-load
+    wavefronts per warp FMA in reports/data/ncu.csv (read at 4096^3 in the run's session)."""
+    import pandas as pd
+
+    from study import kernels
+    from study.predict import model
+    from study.toolchain import compile as tc
+    from study.toolchain import sass
+    from tests.conftest import REPO
+
+    ncu = pd.read_csv(REPO / "reports" / "data" / "ncu.csv")
+    row = ncu[(ncu["kernel"] == kid) & (ncu["M"] == 4096)
+              & (ncu["metric"] == "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")]
+    measured = float(row["value"].iloc[-1]) / (4096**3 / 32)
+    k = kernels.get(kid)
+    body, cycles = model.main_loop_of(sass.dump_sass(tc.compile_cuda(k, "sm_90"), k.symbol))
+    loads = [c for i, c in zip(body, cycles) if i.base == "LDS" and i.pred != "@!PT"]
+    assert None not in loads
+    ffma = sum(1 for i in body if i.base == "FFMA")
+    assert sum(loads) / ffma == pytest.approx(measured, rel=0.01)
