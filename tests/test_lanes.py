@@ -116,3 +116,57 @@ def test_the_sass_gives_the_shared_wavefronts_the_h200_measured(kid):
     assert None not in loads
     ffma = sum(1 for i in body if i.base == "FFMA")
     assert sum(loads) / ffma == pytest.approx(measured, rel=0.01)
+
+
+@pytest.mark.parametrize("addrs,width,want", [
+    ([4 * i for i in LANE], 32, 1),  # 32 consecutive floats: one 128-byte line
+    ([4096 * i for i in LANE], 32, 32),  # one float from each of 32 rows
+    ([0] * 32, 32, 1),  # the same float for every lane
+    ([16 * i for i in LANE], 128, 4),  # 32 float4: 512 bytes
+    ([120] * 32, 128, 2),  # one float4 across the end of a line
+])
+def test_lines_of_a_global_access(addrs, width, want):
+    assert lanes.lines(addrs, width) == want
+
+
+def test_global_addresses_need_the_kernels_arguments():
+    # A[tid * K] with K from the constant bank (offset 0x218): 32 rows of 4 K bytes apart
+    prog = [
+        I(0x00, "S2R", "R0, SR_TID.X"),
+        I(0x10, "LDC", "R2, c[0x0][0x218]"),
+        I(0x20, "LDC.64", "R8, c[0x0][0x220]"),
+        I(0x30, "IMAD", "R4, R0, R2, RZ"),
+        I(0x40, "LEA", "R6, P0, R4, R8, 0x2"),
+        I(0x50, "LDG.E", "R5, desc[UR4][R6.64]"),
+        I(0x60, "BRA", "0x50"),
+    ]
+    params = {0x218: 4096, 0x220: 0x10000000}
+    a = lanes.lane_addresses(prog, prog[5:], params)
+    assert a[0x50] == tuple(0x10000000 + 4 * 4096 * i for i in LANE)
+    assert lanes.l1_cycles(prog, prog[5:], params) == [32, None]
+    assert 0x50 not in lanes.lane_addresses(prog, prog[5:])  # no arguments: not given
+
+
+def test_a_guarded_pair_of_stores_costs_one_of_them():
+    prog = [I(0x00, "S2R", "R0, SR_TID.X"), I(0x10, "SHF.L.U32", "R1, R0, 0x7, RZ"),
+            I(0x20, "STS", "[R1], R2", pred="@P0"), I(0x30, "STS", "[R1], RZ", pred="@!P0"),
+            I(0x40, "BRA", "0x20")]
+    # tid * 128: every lane in bank 0, 32 distinct words: 32 cycles, once
+    assert lanes.l1_cycles(prog, prog[2:]) == [32, 0, None]
+
+
+@needs_tools
+def test_k1_reads_a_line_per_lane_of_a_and_one_of_b():
+    """K1 (the row from threadIdx.x): per FFMA a warp reads A at 32 rows (32 lines) and one float
+    of B (one line): 33 unit cycles per FFMA, the 33 sectors per warp FMA of its ledger."""
+    from study import kernels
+    from study.predict import model
+    from study.toolchain import compile as tc
+    from study.toolchain import sass
+
+    k = kernels.get("K1")
+    body, cycles = model.main_loop_of(sass.dump_sass(tc.compile_cuda(k, "sm_90"), k.symbol),
+                                      model.sgemm_params((4096, 4096, 4096)))
+    ffma = sum(1 for i in body if i.base == "FFMA")
+    loads = [c for i, c in zip(body, cycles) if i.base == "LDG"]
+    assert None not in loads and sum(loads) / ffma == 33

@@ -31,6 +31,9 @@ def run(*args, cwd=ROOT):
     (["--cu", "cuda_kernels/k6_vectorized.cu", "--shape", "64,64,64"], "--symbol"),
     (["--kernel", "K12", "--shape", "64,64,64", "--gpu", "missing.json"], "missing.json"),
     (["--kernel", "K12", "--shape", "64,64,64", "--arch", "sm_1"], "sm_1"),
+    (["--kernel", "K12"], "--shape"),
+    (["--check", "no/such/dir"], "no data/results.csv"),
+    (["--check", "reports", "--kernel", "K12"], "--check DIR takes no"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, says):
     p = run(*args)
@@ -112,3 +115,41 @@ def test_a_tiled_triton_kernel_is_predicted_from_its_tile():
     assert r["grid"] == [(n // 128) * (n // 256), 1, 1] and r["threads"] == 256
     assert r["trips"] == pytest.approx(n**3 / (r["grid"][0] * 256 * r["loop_ffma"]))
     assert 0 < r["issue_pct"] <= 100
+
+
+def test_check_sets_each_prediction_beside_the_runs_time_and_summarises(tmp_path, monkeypatch):
+    """study.predict.check on a stand-in predictor: the error of each row, the per-shape summary,
+    and a step and a twin ratio at the main shape worked out by hand."""
+    import pandas as pd
+
+    from study.errors import InputError
+    from study.predict import check
+
+    results = pd.DataFrame({
+        "kernel": ["K11", "K11", "K12", "G12", "K12", "K0"],
+        "M": [4096] * 4 + [1, 4096], "N": [4096] * 4 + [18944, 4096], "K": [4096] * 4 + [3584, 4096],
+        "ms": [3.0, 3.2, 2.5, 2.9, 0.6, 2.7], "ld": [None] * 6})
+    times = check.measured_times(results)
+    assert times.set_index("kernel").loc["K11", "ms"] == pytest.approx(3.1)  # the median of its rows
+    predicted = {("K11", 4096): 2.9, ("K12", 4096): 2.6, ("G12", 4096): 3.2}
+
+    def one(kid, shape, loops):
+        if (kid, shape[0]) not in predicted:
+            raise InputError(f"{kid}: nothing to predict from")
+        return {"ms": predicted[(kid, shape[0])], "issue_pct": 80.0, "bound": "issue"}
+
+    got = []
+    rows = check.run(times, None, "sm_90", one, got.append)
+    assert rows == got and {r["kernel"] for r in rows} == {"K11", "K12", "G12"}  # K0: cuBLAS, not predicted
+    by = {(r["kernel"], r["shape"][0]): r for r in rows}
+    assert by[("K12", 4096)]["error_pct"] == pytest.approx(100 * (2.6 / 2.5 - 1))
+    assert "nothing to predict from" in by[("K12", 1)]["error"]
+    s = check.summary(rows)
+    main = next(r for r in s if r["summary"] == "shape" and r["shape"] == [4096, 4096, 4096])
+    errs = [abs(100 * (2.9 / 3.1 - 1)), abs(100 * (2.6 / 2.5 - 1)), abs(100 * (3.2 / 2.9 - 1))]
+    assert main["mean_abs_error_pct"] == pytest.approx(sum(errs) / 3) and main["outside_10"] == ["G12"]
+    step = next(r for r in s if r["summary"] == "step" and r["a"] == "K12")
+    assert (step["measured"], step["predicted"]) == (pytest.approx(3.1 / 2.5), pytest.approx(2.9 / 2.6))
+    twin = next(r for r in s if r["summary"] == "twin" and r["a"] == "G12" and r["b"] == "K12")
+    assert twin["measured"] == pytest.approx(2.5 / 2.9) and twin["predicted"] == pytest.approx(2.6 / 3.2)
+    assert "measured 1.240x" in check.line(step)

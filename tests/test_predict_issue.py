@@ -63,15 +63,25 @@ def test_a_spill_reload_waits_for_the_l1_not_for_dram():
     assert issue.simulate(ldg, warps_per_block=1, blocks=1, c=C).cycles_per_iteration == 602
 
 
-def test_shared_cycles_from_the_lanes_replace_the_width_rule():
+def test_unit_cycles_from_the_lanes_replace_the_width_rule():
     """A 128-bit load whose 32 lanes read one float4 (a broadcast: 2 cycles, one per half-warp)
     rather than the 4 of its width: 8 such loads from four warps need 16 unit cycles a pass."""
     body = [ins("LDS.128", "R4, [R2]") for _ in range(2)] + [BRA]
     r = issue.simulate(body, warps_per_block=4, blocks=1, c=C, iterations=40,
-                       shared_cycles=[2, 2, None])
+                       l1_cycles=[2, 2, None])
     assert r.cycles_per_iteration == pytest.approx(16, abs=1)
     with pytest.raises(ValueError, match="one entry per instruction"):
-        issue.simulate(body, warps_per_block=4, blocks=1, c=C, shared_cycles=[2])
+        issue.simulate(body, warps_per_block=4, blocks=1, c=C, l1_cycles=[2])
+
+
+def test_a_global_load_holds_the_unit_for_its_lines_then_waits_for_memory():
+    """One warp: an LDG of 32 lines (one per lane) holds the unit for 32 cycles, then its data
+    comes 600 cycles later: the FFMA on its scoreboard issues at 32 + 600, the branch a cycle
+    after, the next LDG a cycle later: 634. A global load of unknown lines holds no unit time."""
+    body = [ins("LDG.E", "R4, desc[UR4][R2.64]", write=0), ins("FFMA", "R0, R4, R5, R3", wait=(0,)), BRA]
+    r = issue.simulate(body, warps_per_block=1, blocks=1, c=C, l1_cycles=[32, None, None])
+    assert r.cycles_per_iteration == 634
+    assert issue.simulate(body, warps_per_block=1, blocks=1, c=C).cycles_per_iteration == 602
 
 
 def test_a_wide_shared_load_holds_the_unit_for_each_of_its_wavefronts():

@@ -3,6 +3,7 @@
     python -m study.predict --kernel K12 --shape 4096,4096,4096 [--gpu GPU.json] [--arch sm_90] [--json]
     python -m study.predict --cu FILE.cu --symbol NAME --grid X,Y[,Z] --block T --smem BYTES \\
         --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
+    python -m study.predict --check DIR [--arch sm_90] [--json]
 
 A registered CUDA kernel is compiled as the SASS table compiles it and launched as its
 registration says (a block per BM x BN tile of C), a tiled Triton kernel likewise (a program per
@@ -10,11 +11,14 @@ tile); a ``.cu`` file is compiled with ``nvcc -O3
 -std=c++17 -arch=<arch>`` and its folder on the include path, and ``--symbol`` names a kernel in
 it (its name or an unambiguous part of its mangled name) that computes C = A B in one launch of
 the grid given. ``--gpu`` defaults to the committed H200 run's ``gpu.json``. One line per
-prediction; ``--json`` one JSON object.
+prediction; ``--json`` one JSON object. ``--check DIR`` predicts every such kernel at every shape
+the run directory DIR timed, with DIR's gpu.json, and sets each beside the run's time
+(:mod:`study.predict.check`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -24,6 +28,7 @@ from pathlib import Path
 
 from study import arch as arches
 from study import cli
+from study import kernels
 from study.errors import InputError
 from study.predict import model
 from study.toolchain import sass, tools
@@ -39,8 +44,7 @@ def _ints(text: str, flag: str, n: tuple[int, ...]) -> tuple[int, ...]:
     return vals + (1,) * (3 - len(vals))
 
 
-def registered(kid: str, shape, arch: str):
-    from study import kernels
+def registered(kid: str, shape, arch: str, child=None):
     from study.toolchain import compile as tc
 
     try:
@@ -51,20 +55,22 @@ def registered(kid: str, shape, arch: str):
     if why:
         raise InputError(f"--kernel {kid} at {'x'.join(map(str, shape))}: {why}")
     if k.impl == "triton" and (k.tile or k.tuned):
-        return triton_tiled(k, shape, arch)
-    if k.impl != "cuda" or k.registration is None:
-        raise InputError(f"--kernel {kid}: predicted so far for CUDA kernels of one path and the tiled "
-                         "Triton kernels (use --cu for others)")
-    reg = k.registration
-    res = tc.resources_cuda(k, arch)
-    M, N, _ = shape
+        return triton_tiled(k, shape, arch, child)
+    if k.impl != "cuda" or not k.registrations:
+        raise InputError(f"--kernel {kid}: predicted so far for the CUDA kernels and the tiled Triton "
+                         "kernels (use --cu for others)")
+    M, N, K = shape
+    path = k.path_for(M, N, K)
+    reg = next(r for r in k.registrations if r.symbol == path.symbol)
+    res = tc.resources_cuda(path, arch)
     launch = model.Launch(grid=(math.ceil(N / reg.bn), math.ceil(M / reg.bm), 1), threads=reg.threads,
                           smem=res["smem_bytes"], registers=res["registers"],
-                          compute_threads=k.compute_threads)
-    return model.main_loop_of(sass.dump_sass(tc.compile_cuda(k, arch), k.symbol)), launch, None
+                          compute_threads=path.compute_threads, tile=(reg.bm, reg.bn))
+    instrs = sass.dump_sass(tc.compile_cuda(path, arch), path.symbol)
+    return model.main_loop_of(instrs, model.sgemm_params(shape)), launch, None
 
 
-def triton_tiled(k, shape, arch: str):
+def triton_tiled(k, shape, arch: str, child=None):
     """A tiled Triton kernel (a twin, or TA at its configuration for this process): one program
     per BM x BN tile of C, compiled here as the SASS table compiles it (in a child process)."""
     from study.toolchain import compile as tc
@@ -73,15 +79,18 @@ def triton_tiled(k, shape, arch: str):
 
     M, N, _ = shape
     try:
-        with TritonChild() as child:
+        if child is not None:
             t = tc.compile_triton(k, arch, shape=shape, child=child)
+        else:
+            with TritonChild() as own:
+                t = tc.compile_triton(k, arch, shape=shape, child=own)
     except CompileError as e:
         raise InputError(f"--kernel {k.id}: {e}") from None
     bm, bn = (t["config"]["BM"], t["config"]["BN"]) if t["config"] else k.tile[:2]
     usage = sass.resources_cubin(t["cubin"], t["name"])
     launch = model.Launch(grid=(math.ceil(M / bm) * math.ceil(N / bn), 1, 1),
                           threads=t["threads"] or k.threads, smem=int(t["smem_bytes"] or 0),
-                          registers=int(usage.get("REG", 0)))
+                          registers=int(usage.get("REG", 0)), tile=(bm, bn))
     return model.main_loop_of(sass.dump_sass(t["cubin"], t["name"])), launch, t["config"]
 
 
@@ -113,6 +122,50 @@ def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
                               registers=int(usage.get("REG", 0))), None
 
 
+def check_dir(root: str, arch: str, as_json: bool) -> int:
+    """``--check DIR``: :mod:`study.predict.check` over the run directory ``root``."""
+    from study.predict import check
+    from study.rundata import results
+    from study.rundata.gpu import GPU
+    from study.rundata.rundir import RunDir
+    from study.toolchain.triton_child import TritonChild
+
+    run = RunDir(Path(root))
+    if not run.has("results.csv"):
+        raise InputError(f"--check {root}: no data/results.csv there (not a run directory)")
+    times = check.measured_times(results.read(run.file("results.csv")))
+    gpu = GPU.from_json(run.file("gpu.json") if run.has("gpu.json") else DEFAULT_GPU)
+    compiled: dict = {}
+    emit = check.emitter(as_json)
+    with TritonChild() as child:
+        def one(kid, shape, loops):
+            k = kernels.get(kid)
+            key = (kid, shape)
+            if key not in compiled:
+                compiled[key] = registered(kid, shape, arch, child)
+            loop, launch, _ = compiled[key]
+            launch = registered_launch(kid, shape, launch)
+            try:
+                return model.predict(loop[0], launch, shape, gpu, arch, l1_cycles=loop[1], loops=loops)
+            except ValueError as e:
+                raise InputError(str(e)) from None
+
+        rows = check.run(times, gpu, arch, one, emit)
+    for row in check.summary(rows):
+        emit(row)
+    return 0
+
+
+def registered_launch(kid: str, shape, launch):
+    """``launch`` (of a compile for another shape) with the grid of ``shape``."""
+    M, N, _ = shape
+    bm, bn = launch.tile
+    k = kernels.get(kid)
+    grid = ((math.ceil(N / bn), math.ceil(M / bm), 1) if k.impl == "cuda"
+            else (math.ceil(M / bm) * math.ceil(N / bn), 1, 1))
+    return dataclasses.replace(launch, grid=grid)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = cli.Parser(prog="python -m study.predict", description=__doc__.splitlines()[0])
     p.add_argument("--kernel", help="a registered CUDA kernel id, e.g. K12")
@@ -122,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block", help="with --cu: threads per block")
     p.add_argument("--smem", default="0",
                    help="with --cu: dynamic shared memory per block, bytes (default 0)")
-    p.add_argument("--shape", required=True, help="M,N,K")
+    p.add_argument("--shape", help="M,N,K")
+    p.add_argument("--check", metavar="DIR", help="every kernel at every shape of the run directory DIR, "
+                   "beside its measured time")
     p.add_argument("--gpu", help=f"GPU constants (default {DEFAULT_GPU.relative_to(DEFAULT_GPU.parents[2])})")
     p.add_argument("--arch", default="sm_90", help="SASS target (default sm_90)")
     p.add_argument("--json", action="store_true", help="one JSON object per prediction")
@@ -131,8 +186,14 @@ def main(argv: list[str] | None = None) -> int:
         from study.rundata.gpu import GPU
 
         a = p.parse_args(argv)
-        shape = _ints(a.shape, "--shape", (3,))
         arch = arches.get(a.arch).sm
+        if a.check:
+            if a.kernel or a.cu or a.shape:
+                raise InputError("--check DIR takes no --kernel, --cu or --shape")
+            return check_dir(a.check, arch, a.json)
+        if not a.shape:
+            raise InputError("--shape M,N,K is needed (or --check DIR)")
+        shape = _ints(a.shape, "--shape", (3,))
         gpu = GPU.from_json(cli.input_file(a.gpu, "--gpu") if a.gpu else DEFAULT_GPU)
         if bool(a.kernel) == bool(a.cu):
             raise InputError("give --kernel ID, or --cu FILE with --symbol, --grid and --block")
@@ -150,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                                      cli.positive_int(a.block, "--block"), smem, arch)
             name = a.symbol
         try:
-            r = model.predict(loop[0], launch, shape, gpu, arch, shared_cycles=loop[1])
+            r = model.predict(loop[0], launch, shape, gpu, arch, l1_cycles=loop[1])
         except ValueError as e:
             raise InputError(f"{name}: {e}") from None
         if a.json:

@@ -56,7 +56,7 @@ class Constants:
     smem_wavefronts_per_cycle: float = 1.0  # the SM's shared-memory unit (128 B per cycle)
     fma_cycles: int = 1  # cycles one warp instruction holds its scheduler's FP32 pipe
     alu_cycles: int = 2  # the same for the integer / logic pipe
-    mio_queue: int = 8  # shared-memory instructions a scheduler may have waiting for the unit
+    mio_queue: int = 8  # shared-memory (and, apart, global) accesses a scheduler may have waiting
     banks: int = 4  # register banks: a register's bank is its number mod this
     bank_cycles: int = 1  # dispatch cycles each extra read of one bank costs (sass.bank_conflicts_each)
 
@@ -126,18 +126,19 @@ def _kind(ins: Instr) -> str:
 
 def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Constants = DEFAULT,
              iterations: int = 4, schedulers: int = 4,
-             shared_cycles: Sequence[float | None] | None = None) -> LoopResult:
+             l1_cycles: Sequence[float | None] | None = None) -> LoopResult:
     """Play ``iterations`` passes of the loop ``body`` (its last instruction the back edge) for
     ``blocks`` resident blocks of ``warps_per_block`` warps; the steady state is read over the
     second half of the passes (from the cycle every warp has finished half of them).
-    ``shared_cycles`` gives, per instruction of ``body``, the shared-memory unit's wavefronts for
-    its access where its lanes' addresses are known (:mod:`study.toolchain.lanes`); elsewhere
-    (None) the access is priced by its width (:func:`wavefronts`)."""
+    ``l1_cycles`` gives, per instruction of ``body``, the cycles its access holds the SM's L1 /
+    shared-memory unit where its lanes' addresses are known (:mod:`study.toolchain.lanes`: a
+    shared access's wavefronts, a global load's lines); elsewhere (None) a shared access is priced
+    by its width (:func:`wavefronts`) and a global one holds no unit time."""
     if not body or any(i.control is None for i in body):
         raise ValueError("the loop body needs every instruction's scheduling word (sm_70 and later)")
     if warps_per_block < 1 or blocks < 1 or iterations < 2:
         raise ValueError("needs at least one warp, one block and two iterations")
-    sim = _Sim(body, warps_per_block, blocks, c, schedulers, shared_cycles)
+    sim = _Sim(body, warps_per_block, blocks, c, schedulers, l1_cycles)
     half = iterations // 2
     finished_at: dict[int, int] = {}
     t = 0
@@ -172,13 +173,14 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
 class _Sim:
     """The state of one SM while it plays the loop: warps, pipes, the shared-memory unit."""
 
-    def __init__(self, body, warps_per_block, blocks, c: Constants, schedulers, shared_cycles=None):
+    def __init__(self, body, warps_per_block, blocks, c: Constants, schedulers, l1_cycles=None):
         self.body, self.c, self.warps_per_block = body, c, warps_per_block
         self.kinds = [_kind(i) for i in body]
-        given = list(shared_cycles) if shared_cycles is not None else [None] * len(body)
+        given = list(l1_cycles) if l1_cycles is not None else [None] * len(body)
         if len(given) != len(body):
-            raise ValueError("shared_cycles needs one entry per instruction of the loop")
-        self.wavefronts = [g if g is not None else wavefronts(i) for g, i in zip(given, body)]
+            raise ValueError("l1_cycles needs one entry per instruction of the loop")
+        self.unit = [g if g is not None else (wavefronts(i) if k == "shared" else 0)
+                     for g, i, k in zip(given, body, self.kinds)]
         self.depbar = [(_DEPBAR.search(i.operands) if k == "depbar" else None)
                        for i, k in zip(body, self.kinds)]
         self.warps = [_Warp(block=b, scheduler=(b * warps_per_block + w) % schedulers)
@@ -188,7 +190,8 @@ class _Sim:
         self.dispatch_free = [0] * schedulers  # a scheduler reading banked registers issues nothing
         self.fma_free = [0] * schedulers
         self.alu_free = [0] * schedulers
-        self.mio_waiting: list[list[float]] = [[] for _ in range(schedulers)]
+        self.mio_waiting: list[list[float]] = [[] for _ in range(schedulers)]  # shared accesses
+        self.lg_waiting: list[list[float]] = [[] for _ in range(schedulers)]  # global (its own queue)
         self.smem_free = 0.0
         self.arrived: Counter = Counter()
         self.released: dict = {}  # (block, iteration, pc) of a barrier -> its release cycle
@@ -215,10 +218,13 @@ class _Sim:
             return "math_pipe_throttle"
         if kind == "shared" and len(self.mio_waiting[s]) >= self.c.mio_queue:
             return "mio_throttle"
+        if kind == "global" and self.unit[w.pc] and len(self.lg_waiting[s]) >= self.c.mio_queue:
+            return "lg_throttle"
         return None
 
     def cycle(self, s: int, t: int, counting: bool) -> None:
         self.mio_waiting[s] = [x for x in self.mio_waiting[s] if x > t]
+        self.lg_waiting[s] = [x for x in self.lg_waiting[s] if x > t]
         live = self.by_sched[s]
         states = {id(w): self.state(w, s, t) for w in live}
         ready = [w for w in live if states[id(w)] is None]
@@ -235,6 +241,17 @@ class _Sim:
                 st = states[id(w)]
                 self.states["selected" if w is chosen else (st or "not_selected")] += 1
 
+    def hold_unit(self, pc: int, s: int, t: int, counting: bool) -> float:
+        """The SM's L1 / shared-memory unit takes the access of instruction ``pc`` as soon as it
+        is free: busy for its cycles; the access waits in its scheduler's queue meanwhile. Returns
+        the cycle the unit has served it."""
+        served = self.unit[pc] / self.c.smem_wavefronts_per_cycle
+        start = max(float(t), self.smem_free)
+        self.smem_free = start + served
+        self.busy["shared"] += served if counting else 0
+        (self.mio_waiting if self.kinds[pc] == "shared" else self.lg_waiting)[s].append(start)
+        return self.smem_free
+
     def issue(self, w: _Warp, s: int, t: int, counting: bool) -> None:
         c = self.c
         ins, kind = self.body[w.pc], self.kinds[w.pc]
@@ -247,14 +264,11 @@ class _Sim:
             self.alu_free[s] = t + c.alu_cycles
             self.busy["alu"] += c.alu_cycles if counting else 0
         elif kind == "shared":
-            served = self.wavefronts[w.pc] / c.smem_wavefronts_per_cycle
-            start = max(float(t), self.smem_free)
-            self.smem_free = start + served
-            self.busy["shared"] += served if counting else 0
-            self.mio_waiting[s].append(start)
-            result_at = self.smem_free + c.lds_latency
+            result_at = self.hold_unit(w.pc, s, t, counting) + c.lds_latency
         elif kind == "global":
-            result_at = t + (c.ldl_latency if ins.base == "LDL" else c.ldg_latency)
+            # its lines pass the unit's tag stage first, then the memory answers
+            start = self.hold_unit(w.pc, s, t, counting) if self.unit[w.pc] else t
+            result_at = start + (c.ldl_latency if ins.base == "LDL" else c.ldg_latency)
             if ins.base == "LDGSTS":
                 w.pending_copies = max(w.pending_copies, result_at)
         elif kind == "copy_group":

@@ -4,8 +4,9 @@ at the GPU's clock; DRAM as a floor.
 
 * Residency: blocks per SM from the cubin's registers and shared memory, the threads per block
   and the arch table (:mod:`study.toolchain.occupancy`).
-* Trip count: the problem's multiply-adds over the FFMAs one pass of the loop does for the whole
-  grid (every block's threads that own outputs, each doing the loop's FFMAs).
+* Trip count: the multiply-adds of the C the grid's tiles cover (a tile past the edge of C runs
+  its whole loop) over the FFMAs one pass of the loop does for the whole grid (every block's
+  threads that own outputs, each doing the loop's FFMAs).
 * Waves: the grid's blocks over the blocks the SMs hold at once, rounded up (the last wave runs
   as long as a full one).
 * DRAM floor: A, B and C moved once at the run's measured read bandwidth.
@@ -33,6 +34,15 @@ class Launch:
     smem: int  # shared memory per block, static and dynamic, bytes
     registers: int  # per thread
     compute_threads: int | None = None  # threads that own outputs, where fewer than ``threads``
+    tile: tuple[int, int] | None = None  # rows and columns of C a block computes, where known
+
+    def padded(self, M: int, N: int) -> tuple[int, int]:
+        """The rows and columns of C the grid's tiles cover (M, N where the tile is not known): a
+        tile past the edge runs its whole loop."""
+        if not self.tile:
+            return M, N
+        bm, bn = self.tile
+        return math.ceil(M / bm) * bm, math.ceil(N / bn) * bn
 
     @property
     def blocks(self) -> int:
@@ -40,10 +50,12 @@ class Launch:
 
 
 def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: str = "sm_90",
-            c: issue.Constants = issue.DEFAULT, shared_cycles: list | None = None) -> dict:
+            c: issue.Constants = issue.DEFAULT, l1_cycles: list | None = None,
+            loops: dict | None = None) -> dict:
     """The prediction for one kernel at ``shape`` (M, N, K): its main loop's SASS ``body`` run
-    with ``launch`` on ``gpu`` (a :class:`study.rundata.gpu.GPU`); ``shared_cycles`` as
-    :func:`main_loop_of` gives them."""
+    with ``launch`` on ``gpu`` (a :class:`study.rundata.gpu.GPU`); ``l1_cycles`` as
+    :func:`main_loop_of` gives them. ``loops``: a dict in which the loop's steady state is kept
+    for the next shape with the same loop and residency (the loop does not depend on the shape)."""
     M, N, K = shape
     ffma = sum(1 for i in body if i.base == "FFMA")
     if not body or ffma == 0:
@@ -56,8 +68,15 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     owners = launch.compute_threads or launch.threads
     # the warps that run the main loop: a warp-specialised kernel's producer warps run other code
     warps = -(-owners // 32)
-    loop = issue.simulate(body, warps, per_sm, c, shared_cycles=shared_cycles)
-    trips = M * N * K / (launch.blocks * owners * ffma)
+    key = (tuple((i.addr, i.opcode, i.operands, i.words) for i in body), tuple(l1_cycles or ()),
+           warps, per_sm, c)
+    loop = loops.get(key) if loops is not None else None
+    if loop is None:
+        loop = issue.simulate(body, warps, per_sm, c, l1_cycles=l1_cycles)
+        if loops is not None:
+            loops[key] = loop
+    Mp, Np = launch.padded(M, N)
+    trips = Mp * Np * K / (launch.blocks * owners * ffma)
     waves = math.ceil(launch.blocks / (occ["blocks"] * gpu.sms))
     hz = gpu.sm_clock_mhz * 1e6
     compute_s = waves * trips * loop.cycles_per_iteration / hz
@@ -83,19 +102,20 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "loop_instructions": len(body),
         "loop_ffma": ffma,
         "dram_ms": dram_s * 1e3,
-        "missing": missing(body, shared_cycles),
+        "missing": missing(body, l1_cycles),
     }
 
 
-def missing(body: list, shared_cycles: list | None) -> list[str]:
+def missing(body: list, l1_cycles: list | None) -> list[str]:
     """What this prediction leaves out: always :data:`MISSING`; the tensor copies' barrier waits
     where the loop has them; the shared accesses whose lanes' addresses the SASS did not give
     (priced by width)."""
     out = list(MISSING)
     if any(i.base in ("SYNCS", "UTMALDG", "UBLKCP") for i in body):
         out.append("tensor copies and their barrier waits")
-    known = shared_cycles or [None] * len(body)
-    unknown = sum(1 for i, c in zip(body, known) if i.base in lanes.SHARED_ACCESS and i.pred != "@!PT" and c is None)
+    known = l1_cycles or [None] * len(body)
+    unknown = sum(1 for i, c in zip(body, known)
+                  if i.base in lanes.SHARED_ACCESS and i.pred != "@!PT" and c is None)
     if unknown:
         out.append(f"lane addresses of {unknown} shared accesses (priced by width)")
     return out
@@ -121,8 +141,25 @@ def _bound(loop: issue.LoopResult) -> str:
     return RESOURCE[lead] if lead else "issue"
 
 
-def main_loop_of(instrs: list) -> tuple[list, list]:
-    """(the main loop of a kernel's SASS ``instrs``, the shared-memory wavefronts of each of its
-    instructions where its lanes' addresses are known from the SASS, else None)."""
+def main_loop_of(instrs: list, params: dict[int, int] | None = None) -> tuple[list, list]:
+    """(the main loop of a kernel's SASS ``instrs``, the cycles each of its instructions holds
+    the L1 / shared-memory unit where its lanes' addresses are known from the SASS, else None);
+    ``params``: the kernel's arguments by offset (:func:`sgemm_params`), without which global
+    addresses are not known."""
     body = sass.main_loop(instrs)
-    return body, lanes.shared_cycles(instrs, body)
+    return body, lanes.l1_cycles(instrs, body, params)
+
+
+# where the arguments of ``SGEMM_KERNEL_PARAMS`` (M, N, K, alpha, A, B, beta, C, in
+# cuda_kernels/common.cuh) lie in constant bank 0 on sm_70 and later
+_SGEMM_ARGS = {"M": 0x210, "N": 0x214, "K": 0x218, "A": 0x220, "B": 0x228, "C": 0x238}
+
+
+def sgemm_params(shape: tuple[int, int, int]) -> dict[int, int]:
+    """A registered CUDA kernel's arguments at ``shape`` by their offset in constant bank 0: the
+    sizes, and the matrices at aligned addresses of their own (low words; the high words 0)."""
+    M, N, K = shape
+    out = {_SGEMM_ARGS["M"]: M, _SGEMM_ARGS["N"]: N, _SGEMM_ARGS["K"]: K}
+    for i, name in enumerate(("A", "B", "C")):
+        out[_SGEMM_ARGS[name]] = 0x10000000 * (1 + 4 * i)
+    return out

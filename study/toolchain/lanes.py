@@ -40,6 +40,8 @@ from study.toolchain.sass import Instr
 
 LANES = 32
 MASK = 0xFFFFFFFF
+SHARED_ACCESS = ("LDS", "STS", "LDSM")
+GLOBAL_ACCESS = ("LDG", "LDGSTS")
 ZERO = (0,) * LANES
 LANE = tuple(range(LANES))
 
@@ -68,9 +70,10 @@ def _split(operands: str) -> list[str]:
 class Lanes:
     """Register file of one warp: vector registers (R) per lane, uniform registers (UR) once."""
 
-    def __init__(self) -> None:
+    def __init__(self, params: dict[int, int] | None = None) -> None:
         self.regs: dict[str, tuple | None] = {}
         self.local: dict[str, tuple | None] = {}  # spilled values by their address operand
+        self.params = params or {}  # constant bank 0 by byte offset: the kernel's arguments
 
     def read(self, text: str) -> tuple | None:
         t = text.strip()
@@ -89,7 +92,8 @@ class Lanes:
             if val is None:
                 return None
         elif _CONST.match(t):
-            val = ZERO
+            off = re.match(r"^c\[0x0\]\[(0x[0-9a-fA-F]+)\]$", t)
+            val = (self.params.get(int(off[1], 16), 0) & MASK,) * LANES if off else ZERO
         else:
             return None
         if neg:
@@ -171,9 +175,11 @@ def step(state: Lanes, ins: Instr) -> None:
         elif base in ("MOV",) or ins.base == "UMOV":
             val = r(0)
         elif base in ("LDC",) or ins.base == "ULDC":
-            val = ZERO
+            off = re.match(r"^c\[0x0\]\[(0x[0-9a-fA-F]+)\]$", src[0]) if src else None
+            at = int(off[1], 16) if off else None
+            val = (state.params.get(at, 0) & MASK,) * LANES if at is not None else ZERO
             if ".64" in ins.opcode:
-                pair = ZERO
+                pair = ((state.params.get(at + 4, 0) & MASK,) * LANES) if at is not None else ZERO
         elif base == "IMAD":
             # every form (.MOV, .SHL, .IADD included) is a * b + c of its three sources; the
             # high and wide products are not addresses here
@@ -264,12 +270,13 @@ _ADDR = re.compile(r"\[([^\]]*)\]")
 
 
 def address(state: Lanes, operand: str) -> tuple | None:
-    """The 32 lanes' byte addresses of a memory operand ``[R8+UR4+0x80]``."""
-    m = _ADDR.search(operand)
-    if not m:
+    """The 32 lanes' byte addresses of a memory operand: ``[R8+UR4+0x80]``, or the bracket after
+    a global access's ``desc[...]`` (``desc[UR8][R16.64+0x10]``: the pointer's low word)."""
+    groups = _ADDR.findall(operand)
+    if not groups:
         return None
     total = ZERO
-    for part in re.split(r"\+", m.group(1).replace("-", "+-")):
+    for part in re.split(r"\+", groups[-1].replace("-", "+-")):
         part = part.strip()
         if not part:
             continue
@@ -295,14 +302,17 @@ def address(state: Lanes, operand: str) -> tuple | None:
     return total
 
 
-def lane_addresses(instrs: Sequence[Instr], loop: Sequence[Instr]) -> dict[int, tuple | None]:
-    """Each shared-memory access of ``loop`` (by address): its lanes' byte addresses in the loop's
-    first pass, or None where they are not known from the SASS. ``instrs`` is the whole kernel,
-    ``loop`` its main loop (a slice of it)."""
+def lane_addresses(instrs: Sequence[Instr], loop: Sequence[Instr],
+                   params: dict[int, int] | None = None) -> dict[int, tuple | None]:
+    """Each memory access of ``loop`` (by address): its lanes' byte addresses in the loop's first
+    pass (for a global access, the low 32 bits), or None where they are not known from the SASS.
+    ``instrs`` is the whole kernel, ``loop`` its main loop (a slice of it). ``params``: the
+    kernel's arguments by their offset in constant bank 0 (without them they read 0, and global
+    addresses, which move with the matrices' sizes and pointers, are not given)."""
     if not loop:
         return {}
     end = loop[-1].addr
-    state = Lanes()
+    state = Lanes(params)
     out: dict[int, tuple | None] = {}
     in_loop = {i.addr for i in loop}
     for ins in instrs:
@@ -310,12 +320,25 @@ def lane_addresses(instrs: Sequence[Instr], loop: Sequence[Instr]) -> dict[int, 
             break
         if ins.pred == "@!PT":
             continue  # never executes
-        if ins.addr in in_loop and ins.base in ("LDS", "STS", "LDSM"):
-            ops = _split(ins.operands)
-            mem = next((o for o in ops if o.startswith("[")), None)
-            out[ins.addr] = address(state, mem) if mem else None
+        if ins.addr in in_loop and (ins.base in SHARED_ACCESS or (params and ins.base in GLOBAL_ACCESS)):
+            out[ins.addr] = address(state, _global(ins) if ins.base in GLOBAL_ACCESS else _shared(ins))
         step(state, ins)
     return out
+
+
+def _shared(ins: Instr) -> str:
+    return next((o for o in _split(ins.operands) if o.startswith("[")), "")
+
+
+def _global(ins: Instr) -> str:
+    return next((o for o in _split(ins.operands) if "desc[" in o or (o.startswith("[") and ins.base == "LDG")), "")
+
+
+def lines(addrs: Sequence[int], width_bits: int, line: int = 128) -> int:
+    """The 128-byte lines one warp's global access touches (the L1's tag stage looks up one a
+    cycle): the distinct lines of every lane's bytes."""
+    width = max(4, width_bits // 8)
+    return len({(a + off) // line for a in addrs for off in (0, width - 1)})
 
 
 def wavefronts(addrs: Sequence[int], width_bits: int, banks: int = 32, bank_bytes: int = 4) -> int:
@@ -339,16 +362,28 @@ def wavefronts(addrs: Sequence[int], width_bits: int, banks: int = 32, bank_byte
     return total
 
 
-SHARED_ACCESS = ("LDS", "STS", "LDSM")
 TABLE_KEYS = ("loop_lds_wavefronts", "loop_lds_unknown")
 
 
-def shared_cycles(instrs: Sequence[Instr], loop: Sequence[Instr]) -> list[int | None]:
-    """Per instruction of ``loop``: the wavefronts of its shared-memory access where its lanes'
-    addresses are known (:func:`lane_addresses`), else None (not an access, or not known)."""
-    addrs = lane_addresses(instrs, loop)
-    return [wavefronts(addrs[i.addr], i.width) if addrs.get(i.addr) is not None else None
-            for i in loop]
+def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
+              params: dict[int, int] | None = None) -> list[int | None]:
+    """Per instruction of ``loop``: the cycles its access holds the SM's L1/shared-memory unit
+    where its lanes' addresses are known (:func:`lane_addresses`): a shared access's wavefronts,
+    a global load's or async copy's lines; else None (not an access, or not known)."""
+    addrs = lane_addresses(instrs, loop, params)
+
+    # a store guarded @!P beside the same store guarded @P (the zero a bounds check writes in
+    # place of the loaded value): each lane runs one of the two, so the unit serves one of them
+    guarded = {(i.base, _shared(i), i.pred) for i in loop if i.pred}
+
+    def cost(i):
+        a = addrs.get(i.addr)
+        if a is None:
+            return None
+        if i.pred.startswith("@!") and (i.base, _shared(i), "@" + i.pred[2:]) in guarded:
+            return 0
+        return lines(a, i.width) if i.base in GLOBAL_ACCESS else wavefronts(a, i.width)
+    return [cost(i) for i in loop]
 
 
 def loop_table(instrs: Sequence[Instr], loop: Sequence[Instr]) -> dict[str, float]:
@@ -359,7 +394,7 @@ def loop_table(instrs: Sequence[Instr], loop: Sequence[Instr]) -> dict[str, floa
     same count.)"""
     if not loop:
         return dict.fromkeys(TABLE_KEYS, float("nan"))
-    cycles = shared_cycles(instrs, loop)
+    cycles = l1_cycles(instrs, loop)
     loads = [c for i, c in zip(loop, cycles) if i.base in ("LDS", "LDSM") and i.pred != "@!PT"]
     unknown = sum(1 for c in loads if c is None)
     return {"loop_lds_wavefronts": float("nan") if unknown else float(sum(loads)),
