@@ -122,8 +122,9 @@ def missing(body: list, l1_cycles: list | None) -> list[str]:
 
 
 # what a warp waiting in each state waits for
-RESOURCE = {"mio_throttle": "shared memory", "short_scoreboard": "shared-memory latency",
+RESOURCE = {"mio_throttle": "L1 / shared memory", "short_scoreboard": "shared-memory latency",
             "long_scoreboard": "global-memory latency", "math_pipe_throttle": "math pipe",
+            "lg_throttle": "L1 / shared memory",
             "barrier": "barrier", "wait": "fixed latency (stall counts)",
             "dispatch_stall": "register banks"}
 
@@ -132,7 +133,7 @@ def _bound(loop: issue.LoopResult) -> str:
     """The resource that sets the loop's pace: a pipe or unit busy on nearly every cycle, else
     issue when the schedulers issue on nearly every cycle, else what the leading stall waits for."""
     if loop.pipe_busy.get("shared", 0) >= 0.9:
-        return "shared memory"
+        return "L1 / shared memory"
     if loop.pipe_busy.get("fma", 0) >= 0.9:
         return "fp32 pipe"
     if loop.issue_pct >= 90:
