@@ -1,34 +1,37 @@
-"""The shared-memory addresses of one warp's lanes, read from the SASS: an interpreter of the
-integer instructions that compute addresses, run for warp 0 of block 0.
+"""The memory addresses of one warp's lanes, read from the SASS: an interpreter of the integer
+instructions that compute addresses, run for warp 0 of block 0.
 
-Shared-memory cost depends on which addresses a warp's 32 lanes touch (broadcasts, bank
-conflicts), which an instruction's opcode does not say. The address is a register computed from
-the thread index with integer instructions before (and in) the main loop; this module plays them
-for the 32 lanes of warp 0 (``SR_TID.X`` = lane, ``SR_TID.Y`` = ``SR_TID.Z`` = 0, ``SR_LANEID``
-= lane: the layout of any block whose x extent is a multiple of 32) and block 0, so that
-``wavefronts`` can count the shared-memory cycles each access needs.
+What a memory access costs depends on which addresses a warp's 32 lanes touch (broadcasts and
+bank conflicts in shared memory, the lines a global load spans), which an instruction's opcode
+does not say. The address is a register computed from the thread index (and, for global memory,
+the kernel's arguments) with integer instructions before and in the main loop; this module plays
+them for the 32 lanes of warp 0 (``SR_TID.X`` = lane, ``SR_TID.Y`` = ``SR_TID.Z`` = 0,
+``SR_LANEID`` = lane: the layout of any block whose x extent is a multiple of 32) and block 0, so
+that :func:`wavefronts` and :func:`lines` can count the cycles each access needs.
 
 Rules of the interpreter:
 
 * Instructions run once each, in address order, from the kernel's entry to the end of the main
-  loop (the loop's first pass); branches are not followed and guards are ignored: address
-  registers are set on the straight path before the loop, the guarded code beside them (empty
-  problems, bounds) writes other registers.
+  loop (the loop's first pass); branches are not followed and guards are ignored (an instruction
+  guarded ``@!PT`` never runs): address registers are set on the straight path before the loop,
+  the guarded code beside them (empty problems, bounds) writes other registers.
 * A value is 32 lanes of 32-bit integers. Anything the interpreter does not model (a load's
   result, a floating-point result, an opcode outside the set below) makes its destination
-  unknown, and an address that reads an unknown register is unknown: its access is priced by
-  width alone (``None`` from :func:`lane_addresses`).
-* Constant-bank reads (kernel parameters, the driver's values) and special registers other than
-  the thread and lane index read 0: they are the same for every lane, so they move a warp's
-  addresses together and leave broadcasts and banks as they are, except where one multiplies a
-  lane-dependent value (a shared-memory stride is a compile-time constant in the kernels this
-  reads).
+  unknown, and an address that reads an unknown register is unknown (``None``): it is never
+  guessed.
+* Constant bank 0 holds the kernel's arguments at the offsets ``params`` gives; every other
+  constant, and any special register but the thread and lane index, reads 0. Being the same for
+  every lane, they move a warp's shared addresses together (a shared-memory stride is a
+  compile-time constant in the kernels this reads); global addresses, which move with the
+  matrices' sizes, are given only with ``params``.
+* A spill (STL) keeps the value under its local address, and its reload (LDL) gives it back.
 
-Integer opcodes modelled: MOV, UMOV, R2UR, IMAD (and its .MOV, .SHL, .IADD forms; .WIDE's low
-word), IADD3, STL and LDL (a spill and its reload),
-UIADD3, LEA, ULEA (and .HI), SHF, USHF, SHL, SHR, LOP3, ULOP3, IABS, IMNMX, SEL, SGXT, BMSK,
-CS2R (zero), HFMA2.MMA of two constants (the compiler's constant move), S2R, S2UR, LDC, ULDC.
+Opcodes modelled: MOV, UMOV, R2UR, IMAD (every form; .WIDE's low word), IADD3, UIADD3, LEA, ULEA
+(and .HI), SHF, USHF, SHL, SHR, LOP3, ULOP3, IABS, IMNMX, SEL and USEL (where either choice moves
+the lanes together), SGXT, BMSK, CS2R, HFMA2.MMA of two constants (the compiler's constant move),
+S2R, S2UR, LDC, ULDC, STL, LDL.
 """
+
 
 from __future__ import annotations
 
@@ -45,7 +48,6 @@ GLOBAL_ACCESS = ("LDG", "LDGSTS")
 ZERO = (0,) * LANES
 LANE = tuple(range(LANES))
 
-_REG = re.compile(r"^(-|~|!)?\|?(U?R(?:\d+|Z)|SRZ|U?PT|U?P\d)\|?(?:\.[A-Za-z0-9_]+)*$")
 _IMM = re.compile(r"^-?(?:0x[0-9a-fA-F]+|\d+)$")
 _CONST = re.compile(r"^-?c\[0x[0-9a-fA-F]+\]\[(?:0x[0-9a-fA-F]+|U?R\d+(?:\+0x[0-9a-fA-F]+)?)\]$")
 
@@ -182,7 +184,7 @@ def step(state: Lanes, ins: Instr) -> None:
                 pair = ((state.params.get(at + 4, 0) & MASK,) * LANES) if at is not None else ZERO
         elif base == "IMAD":
             # every form (.MOV, .SHL, .IADD included) is a * b + c of its three sources; the
-            # high and wide products are not addresses here
+            # high word of a product is not an address here
             v = values()
             if "HI" in mods or len(v) < 3:
                 val = None
