@@ -170,3 +170,30 @@ def test_k1_reads_a_line_per_lane_of_a_and_one_of_b():
     ffma = sum(1 for i in body if i.base == "FFMA")
     loads = [c for i, c in zip(body, cycles) if i.base == "LDG"]
     assert None not in loads and sum(loads) / ffma == 33
+
+
+def test_newer_integer_adds_and_a_divisions_steps_are_played():
+    # VIADD a + imm; IMAD.HI.U32 the high word of a product plus c; I2F / MUFU.RCP / F2I of the
+    # reciprocal an integer division starts from: 7 -> 7.0 -> 1/7 -> truncated 0
+    prog = [I(0x00, "S2R", "R0, SR_TID.X"), I(0x10, "VIADD", "R1, R0, 0x1f"),
+            I(0x20, "MOV", "R2, 0x80000000"), I(0x30, "IMAD.HI.U32", "R3, R0, R2, R1"),
+            I(0x40, "MOV", "R4, 0x7"), I(0x50, "I2F.U32.RP", "R5, R4"), I(0x60, "MUFU.RCP", "R6, R5"),
+            I(0x70, "F2I.FTZ.U32.TRUNC.NTZ", "R7, R6"), I(0x80, "IADD3", "R8, R3, R7, RZ"),
+            I(0x90, "LDS", "R9, [R1]"), I(0xa0, "LDS", "R9, [R8]"), I(0xb0, "BRA", "0x90")]
+    a = lanes.lane_addresses(prog, prog[9:])
+    assert a[0x90] == tuple(i + 0x1F for i in LANE)
+    assert a[0xa0] == tuple((i * 0x80000000 >> 32) + i + 0x1F for i in LANE)  # + F2I(1/7.0) = 0
+
+
+def test_arguments_lie_at_their_natural_alignment_from_0x210():
+    from study.predict import model
+
+    # three pointers (8 bytes each from 0x210), then 32-bit integers, then a 64-bit one (aligned)
+    p = model.cubin_params([("*fp32", None), ("*fp32", None), ("*fp32", None), ("i32", 4096),
+                            ("i32", 7), ("i32", 1), ("i64", 1 << 33)])
+    assert [p[0x210 + 8 * i + 4] for i in range(3)] == [0, 0, 0]  # the pointers' high words
+    assert len({p[0x210], p[0x218], p[0x220]}) == 3 and all(p[o] % 256 == 0 for o in (0x210, 0x218, 0x220))
+    assert (p[0x228], p[0x22C], p[0x230]) == (4096, 7, 1)
+    assert (p[0x238], p[0x23C]) == (0, 2)  # 0x234 skipped: the i64 takes the next 8-byte slot
+    # the SGEMM layout of the CUDA kernels is the same rule with a float between them
+    assert model.sgemm_params((5, 6, 7))[0x218] == 7

@@ -93,6 +93,9 @@ class AotKernel:
     shared: int  # bytes of shared memory per block (Triton allocates it dynamically)
     num_warps: int
     num_stages: int
+    # the kernel's runtime arguments in order, as its cubin takes them: ("*fp32", None) for a
+    # pointer, ("i32", value) / ("i64", value) for an integer (the constexprs are compiled in)
+    arguments: tuple = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,6 +141,8 @@ def compile_sass_target(target, arch: int = 90, num_stages: int | None = None, *
         shared=int(getattr(meta, "shared", 0) or 0),
         num_warps=spec.num_warps,
         num_stages=spec.num_stages,
+        arguments=tuple((kind, None if kind.startswith("*") else spec.args[name])
+                        for name, kind in signature.items() if kind != "constexpr"),
     )
 
 

@@ -91,7 +91,8 @@ def triton_tiled(k, shape, arch: str, child=None):
     launch = model.Launch(grid=(math.ceil(M / bm) * math.ceil(N / bn), 1, 1),
                           threads=t["threads"] or k.threads, smem=int(t["smem_bytes"] or 0),
                           registers=int(usage.get("REG", 0)), tile=(bm, bn))
-    return model.main_loop_of(sass.dump_sass(t["cubin"], t["name"])), launch, t["config"]
+    params = model.cubin_params(t["arguments"]) if t.get("arguments") else None
+    return model.main_loop_of(sass.dump_sass(t["cubin"], t["name"]), params), launch, t["config"]
 
 
 def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):

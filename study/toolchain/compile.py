@@ -249,4 +249,5 @@ def _compile_triton(aot, kernel, a: arches.Arch, spec, in_child=None) -> dict:
         "smem_bytes": res.shared,
         "threads": 32 * res.num_warps,
         "num_stages": res.num_stages,
+        "arguments": tuple(getattr(res, "arguments", ())),
     }

@@ -26,7 +26,8 @@ Rules of the interpreter:
   matrices' sizes, are given only with ``params``.
 * A spill (STL) keeps the value under its local address, and its reload (LDL) gives it back.
 
-Opcodes modelled: MOV, UMOV, R2UR, IMAD (every form; .WIDE's low word), IADD3, UIADD3, LEA, ULEA
+Opcodes modelled: MOV, UMOV, R2UR, IMAD (every form; .WIDE's low word), IADD3, UIADD3, VIADD,
+the steps of an integer division (I2F, MUFU.RCP, F2I, IMAD.HI), LEA, ULEA
 (and .HI), SHF, USHF, SHL, SHR, LOP3, ULOP3, IABS, IMNMX, SEL and USEL (where either choice moves
 the lanes together), SGXT, BMSK, CS2R, HFMA2.MMA of two constants (the compiler's constant move),
 S2R, S2UR, LDC, ULDC, STL, LDL.
@@ -126,6 +127,17 @@ def _signed(v: int) -> int:
     return v - (1 << 32) if v & 0x80000000 else v
 
 
+def _f32(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits & MASK))[0]
+
+
+def _f32_bits(x: float) -> int:
+    try:
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+    except OverflowError:
+        return 0x7F800000 if x > 0 else 0xFF800000
+
+
 def step(state: Lanes, ins: Instr) -> None:
     """Play one instruction on ``state`` (its destination becomes unknown where not modelled)."""
     ops = _split(ins.operands)
@@ -186,8 +198,13 @@ def step(state: Lanes, ins: Instr) -> None:
             # every form (.MOV, .SHL, .IADD included) is a * b + c of its three sources; the
             # high word of a product is not an address here
             v = values()
-            if "HI" in mods or len(v) < 3:
+            if len(v) < 3:
                 val = None
+            elif "HI" in mods:  # the high word of a * b, plus c (an integer division's step)
+                a, b, c = (state.read(x) for x in v[:3])
+                signed = "U32" not in mods
+                val = lanewise(lambda x, y, z: ((((_signed(x) * _signed(y)) if signed else x * y) >> 32) + z),
+                               a, b, c)
             elif "WIDE" in mods:  # a 64-bit d:d+1 = a * b + c:c+1; its low word only
                 a, b, c = (state.read(x) for x in v[:3])
                 val = lanewise(lambda x, y, z: x * y + z, a, b, c)
@@ -195,6 +212,26 @@ def step(state: Lanes, ins: Instr) -> None:
             else:
                 a, b, c = (state.read(x) for x in v[:3])
                 val = lanewise(lambda x, y, z: x * y + z, a, b, c)
+        elif base == "VIADD":  # a + b (+ c): the integer add of newer ptxas
+            v = values()
+            vals = [state.read(x) for x in v]
+            val = lanewise(lambda *xs: sum(xs), *vals) if vals else None
+        elif base == "I2F":  # an integer's float32 bits (an integer division's reciprocal)
+            a = r(0)
+            unsigned = "U32" in mods
+            val = lanewise(lambda x: _f32_bits(float(x if unsigned else _signed(x))), a)
+        elif base == "MUFU" and "RCP" in mods:
+            val = lanewise(lambda x: _f32_bits(1.0 / _f32(x)) if _f32(x) else 0x7F800000, r(0))
+        elif base == "F2I":
+            unsigned = "U32" in mods
+
+            def f2i(x):
+                f = _f32(x)
+                if f != f:  # NaN
+                    return 0
+                n = int(f)  # toward zero (TRUNC)
+                return max(0, min(n, MASK)) if unsigned else max(-(1 << 31), min(n, (1 << 31) - 1))
+            val = lanewise(f2i, r(0))
         elif base == "IADD3":
             v = values()
             a, b, c = (state.read(x) for x in v[:3])
