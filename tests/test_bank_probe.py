@@ -23,7 +23,8 @@ def test_every_variant_is_the_same_work_on_other_registers():
     assert bp.source(1) == bp.source(1)  # a seed is one variant
     # every third seed an outer product: each x meets each y once per XS * YS FFMAs
     outer = fmas(bp.source(3))
-    assert {(x, y) for _, x, y in outer[: bp.XS * bp.YS]} == {(x, y) for x in range(bp.XS) for y in range(bp.YS)}
+    every = {(x, y) for x in range(bp.XS) for y in range(bp.YS)}
+    assert {(x, y) for _, x, y in outer[: bp.XS * bp.YS]} == every
 
 
 @needs_tools

@@ -29,25 +29,25 @@ def test_wavefronts_of_an_access(addrs, width, want):
     assert lanes.wavefronts(addrs, width) == want
 
 
-def I(addr: int, op: str, operands: str, pred: str = "") -> Instr:
+def ins(addr: int, op: str, operands: str, pred: str = "") -> Instr:
     return Instr(addr, op, operands, pred)
 
 
 def test_the_interpreter_follows_the_thread_index_into_an_address():
     # tid.x * 16 + 0x400 (a uniform base), then a row of 4 lanes: (tid & 3) * 512 + (tid >> 2) * 16
     prog = [
-        I(0x00, "S2R", "R0, SR_TID.X"),
-        I(0x10, "UMOV", "UR4, 0x400"),
-        I(0x20, "LEA", "R1, R0, UR4, 0x4"),
-        I(0x30, "LOP3.LUT", "R2, R0, 0x3, RZ, 0xc0, !PT"),
-        I(0x40, "SHF.R.U32.HI", "R3, RZ, 0x2, R0"),
-        I(0x50, "IMAD.SHL.U32", "R2, R2, 0x200, RZ"),
-        I(0x60, "LEA", "R2, R3, R2, 0x4"),
-        I(0x70, "LDS.128", "R4, [R1+0x10]"),
-        I(0x80, "LDS.128", "R8, [R2]"),
-        I(0x90, "LDG.E", "R5, desc[UR8][R6.64]"),
-        I(0xa0, "LDS", "R9, [R5]"),  # an address loaded from memory: unknown
-        I(0xb0, "BRA", "0x70"),
+        ins(0x00, "S2R", "R0, SR_TID.X"),
+        ins(0x10, "UMOV", "UR4, 0x400"),
+        ins(0x20, "LEA", "R1, R0, UR4, 0x4"),
+        ins(0x30, "LOP3.LUT", "R2, R0, 0x3, RZ, 0xc0, !PT"),
+        ins(0x40, "SHF.R.U32.HI", "R3, RZ, 0x2, R0"),
+        ins(0x50, "IMAD.SHL.U32", "R2, R2, 0x200, RZ"),
+        ins(0x60, "LEA", "R2, R3, R2, 0x4"),
+        ins(0x70, "LDS.128", "R4, [R1+0x10]"),
+        ins(0x80, "LDS.128", "R8, [R2]"),
+        ins(0x90, "LDG.E", "R5, desc[UR8][R6.64]"),
+        ins(0xa0, "LDS", "R9, [R5]"),  # an address loaded from memory: unknown
+        ins(0xb0, "BRA", "0x70"),
     ]
     a = lanes.lane_addresses(prog, prog[7:])
     assert a[0x70] == tuple(16 * i + 0x410 for i in LANE)
@@ -59,11 +59,11 @@ def test_the_interpreter_follows_the_thread_index_into_an_address():
 
 
 def test_a_guard_that_never_executes_is_not_played():
-    prog = [I(0x00, "S2R", "R0, SR_TID.X"), I(0x10, "MOV", "R0, RZ", pred="@!PT"),
-            I(0x20, "LDS", "R1, [R0.X4]"), I(0x30, "BRA", "0x20")]
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "MOV", "R0, RZ", pred="@!PT"),
+            ins(0x20, "LDS", "R1, [R0.X4]"), ins(0x30, "BRA", "0x20")]
     # .X4 scales the register by 4; the MOV under @!PT is skipped
     assert lanes.lane_addresses(prog, prog[2:])[0x20] == tuple(4 * i for i in LANE)
-    prog[2] = I(0x20, "LDS", "R1, [R0.SOMETHING]")  # a modifier it does not know: unknown
+    prog[2] = ins(0x20, "LDS", "R1, [R0.SOMETHING]")  # a modifier it does not know: unknown
     assert lanes.lane_addresses(prog, prog[2:])[0x20] is None
 
 
@@ -132,13 +132,13 @@ def test_lines_of_a_global_access(addrs, width, want):
 def test_global_addresses_need_the_kernels_arguments():
     # A[tid * K] with K from the constant bank (offset 0x218): 32 rows of 4 K bytes apart
     prog = [
-        I(0x00, "S2R", "R0, SR_TID.X"),
-        I(0x10, "LDC", "R2, c[0x0][0x218]"),
-        I(0x20, "LDC.64", "R8, c[0x0][0x220]"),
-        I(0x30, "IMAD", "R4, R0, R2, RZ"),
-        I(0x40, "LEA", "R6, P0, R4, R8, 0x2"),
-        I(0x50, "LDG.E", "R5, desc[UR4][R6.64]"),
-        I(0x60, "BRA", "0x50"),
+        ins(0x00, "S2R", "R0, SR_TID.X"),
+        ins(0x10, "LDC", "R2, c[0x0][0x218]"),
+        ins(0x20, "LDC.64", "R8, c[0x0][0x220]"),
+        ins(0x30, "IMAD", "R4, R0, R2, RZ"),
+        ins(0x40, "LEA", "R6, P0, R4, R8, 0x2"),
+        ins(0x50, "LDG.E", "R5, desc[UR4][R6.64]"),
+        ins(0x60, "BRA", "0x50"),
     ]
     params = {0x218: 4096, 0x220: 0x10000000}
     a = lanes.lane_addresses(prog, prog[5:], params)
@@ -148,9 +148,9 @@ def test_global_addresses_need_the_kernels_arguments():
 
 
 def test_a_guarded_pair_of_stores_costs_one_of_them():
-    prog = [I(0x00, "S2R", "R0, SR_TID.X"), I(0x10, "SHF.L.U32", "R1, R0, 0x7, RZ"),
-            I(0x20, "STS", "[R1], R2", pred="@P0"), I(0x30, "STS", "[R1], RZ", pred="@!P0"),
-            I(0x40, "BRA", "0x20")]
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "SHF.L.U32", "R1, R0, 0x7, RZ"),
+            ins(0x20, "STS", "[R1], R2", pred="@P0"), ins(0x30, "STS", "[R1], RZ", pred="@!P0"),
+            ins(0x40, "BRA", "0x20")]
     # tid * 128: every lane in bank 0, 32 distinct words: 32 cycles, once
     assert lanes.l1_cycles(prog, prog[2:]) == [32, 0, None]
 
@@ -175,11 +175,11 @@ def test_k1_reads_a_line_per_lane_of_a_and_one_of_b():
 def test_newer_integer_adds_and_a_divisions_steps_are_played():
     # VIADD a + imm; IMAD.HI.U32 the high word of a product plus c; I2F / MUFU.RCP / F2I of the
     # reciprocal an integer division starts from: 7 -> 7.0 -> 1/7 -> truncated 0
-    prog = [I(0x00, "S2R", "R0, SR_TID.X"), I(0x10, "VIADD", "R1, R0, 0x1f"),
-            I(0x20, "MOV", "R2, 0x80000000"), I(0x30, "IMAD.HI.U32", "R3, R0, R2, R1"),
-            I(0x40, "MOV", "R4, 0x7"), I(0x50, "I2F.U32.RP", "R5, R4"), I(0x60, "MUFU.RCP", "R6, R5"),
-            I(0x70, "F2I.FTZ.U32.TRUNC.NTZ", "R7, R6"), I(0x80, "IADD3", "R8, R3, R7, RZ"),
-            I(0x90, "LDS", "R9, [R1]"), I(0xa0, "LDS", "R9, [R8]"), I(0xb0, "BRA", "0x90")]
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "VIADD", "R1, R0, 0x1f"),
+            ins(0x20, "MOV", "R2, 0x80000000"), ins(0x30, "IMAD.HI.U32", "R3, R0, R2, R1"),
+            ins(0x40, "MOV", "R4, 0x7"), ins(0x50, "I2F.U32.RP", "R5, R4"), ins(0x60, "MUFU.RCP", "R6, R5"),
+            ins(0x70, "F2I.FTZ.U32.TRUNC.NTZ", "R7, R6"), ins(0x80, "IADD3", "R8, R3, R7, RZ"),
+            ins(0x90, "LDS", "R9, [R1]"), ins(0xa0, "LDS", "R9, [R8]"), ins(0xb0, "BRA", "0x90")]
     a = lanes.lane_addresses(prog, prog[9:])
     assert a[0x90] == tuple(i + 0x1F for i in LANE)
     assert a[0xa0] == tuple((i * 0x80000000 >> 32) + i + 0x1F for i in LANE)  # + F2I(1/7.0) = 0

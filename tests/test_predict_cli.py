@@ -139,7 +139,7 @@ def test_check_sets_each_prediction_beside_the_runs_time_and_summarises(tmp_path
         return {"ms": predicted[(kid, shape[0])], "issue_pct": 80.0, "bound": "issue"}
 
     got = []
-    rows = check.run(times, None, "sm_90", one, got.append)
+    rows = check.run(times, one, got.append)
     assert rows == got and {r["kernel"] for r in rows} == {"K11", "K12", "G12"}  # K0: cuBLAS, not predicted
     by = {(r["kernel"], r["shape"][0]): r for r in rows}
     assert by[("K12", 4096)]["error_pct"] == pytest.approx(100 * (2.6 / 2.5 - 1))

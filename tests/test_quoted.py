@@ -15,8 +15,8 @@ there without one. CPU only.
 from __future__ import annotations
 
 import math
-import sys
 import re
+import sys
 from pathlib import Path
 
 import pandas as pd

@@ -3,13 +3,14 @@ measured (GPU).
 
 A family of loops that differ only in which registers their FFMAs read: each variant is the same
 128 FFMAs an iteration over 16 accumulators, 8 x and 8 y values, each FFMA's x and y drawn at
-random by the variant's seed (every third seed: an outer product in a random order), so that ptxas's register assignment gives each variant another
-count of same-bank reads (``study.toolchain.sass.bank_conflicts_each``, 4 banks, the reuse cache
-taken into account). Every variant is compiled here (nvcc -O3 for the GPU's arch), its main
+random by the variant's seed (every third seed: an outer product in a random order), so that
+ptxas's register assignment gives each variant another count of same-bank reads
+(``study.toolchain.sass.bank_conflicts_each``, 4 banks, the reuse cache taken into account). Every
+variant is compiled here (nvcc -O3 for the GPU's arch), its main
 loop's instructions, reuse flags and extra bank reads counted from its SASS, and timed with CUDA
 events (16 warps per SM, no memory traffic in the loop). ``study.predict`` reads the time per
-iteration against those counts: with no other stall, an iteration costs its instructions plus
-``bank_cycles`` per extra read, per scheduler.
+iteration against those counts: were the rule ``study.predict`` prices right, an iteration would
+cost its instructions plus ``bank_cycles`` per extra read, per scheduler.
 
 Rows go to ``DIR/data/bank_probe.csv`` as each variant is timed.
 """

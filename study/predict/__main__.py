@@ -18,7 +18,6 @@ the run directory DIR timed, with DIR's gpu.json, and sets each beside the run's
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import subprocess
@@ -27,8 +26,7 @@ import tempfile
 from pathlib import Path
 
 from study import arch as arches
-from study import cli
-from study import kernels
+from study import cli, kernels
 from study.errors import InputError
 from study.predict import model
 from study.toolchain import sass, tools
@@ -136,35 +134,19 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
         raise InputError(f"--check {root}: no data/results.csv there (not a run directory)")
     times = check.measured_times(results.read(run.file("results.csv")))
     gpu = GPU.from_json(run.file("gpu.json") if run.has("gpu.json") else DEFAULT_GPU)
-    compiled: dict = {}
     emit = check.emitter(as_json)
     with TritonChild() as child:
         def one(kid, shape, loops):
-            k = kernels.get(kid)
-            key = (kid, shape)
-            if key not in compiled:
-                compiled[key] = registered(kid, shape, arch, child)
-            loop, launch, _ = compiled[key]
-            launch = registered_launch(kid, shape, launch)
+            loop, launch, _ = registered(kid, shape, arch, child)
             try:
                 return model.predict(loop[0], launch, shape, gpu, arch, l1_cycles=loop[1], loops=loops)
             except ValueError as e:
                 raise InputError(str(e)) from None
 
-        rows = check.run(times, gpu, arch, one, emit)
+        rows = check.run(times, one, emit)
     for row in check.summary(rows):
         emit(row)
     return 0
-
-
-def registered_launch(kid: str, shape, launch):
-    """``launch`` (of a compile for another shape) with the grid of ``shape``."""
-    M, N, _ = shape
-    bm, bn = launch.tile
-    k = kernels.get(kid)
-    grid = ((math.ceil(N / bn), math.ceil(M / bm), 1) if k.impl == "cuda"
-            else (math.ceil(M / bm) * math.ceil(N / bn), 1, 1))
-    return dataclasses.replace(launch, grid=grid)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,6 @@ import pandas as pd
 
 from study import kernels
 from study.errors import InputError
-from study.predict import model
 
 MAIN = (4096, 4096, 4096)
 
@@ -33,7 +32,7 @@ def predictable(kid: str) -> bool:
     return (k.impl == "cuda" and bool(k.registrations)) or (k.impl == "triton" and bool(k.tile or k.tuned))
 
 
-def run(times: pd.DataFrame, gpu, arch: str, predict_one: Callable, emit: Callable[[dict], None]) -> list[dict]:
+def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None]) -> list[dict]:
     """Predict each (kernel, shape) of ``times`` with ``predict_one(kid, shape, loops)`` (which
     returns :func:`study.predict.model.predict`'s dict or raises InputError); ``emit`` each row."""
     rows = []

@@ -91,9 +91,9 @@ MEASURED = (
     _t("sweep_cuda", ("round",), ("round", "status", "gpu", "commit", "timestamp", "kernel"),
        "study.measure.sweep_cuda:run", measured=True, append_only=True, open=True),
     _t("bank_probe", ("seed", "loop_instructions", "loop_ffma", "loop_reuse", "loop_bank4", "loop_bank2",
-                      "iterations", "threads", "blocks", "ms", "p20_ms", "p80_ms", "reps", "sm_clock_mhz", "gpu",
-                      "commit", "timestamp"), ("gpu", "commit", "timestamp"), "study.measure.bank_probe:main",
-       measured=True, append_only=True),
+                      "iterations", "threads", "blocks", "ms", "p20_ms", "p80_ms", "reps", "sm_clock_mhz",
+                      "gpu", "commit", "timestamp"), ("gpu", "commit", "timestamp"),
+       "study.measure.bank_probe:main", measured=True, append_only=True),
 )
 # the seed GPU's published times and constants, kept beside the reference run (inputs of the replay)
 SEED = (

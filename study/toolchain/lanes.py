@@ -370,7 +370,8 @@ def _shared(ins: Instr) -> str:
 
 
 def _global(ins: Instr) -> str:
-    return next((o for o in _split(ins.operands) if "desc[" in o or (o.startswith("[") and ins.base == "LDG")), "")
+    ops = _split(ins.operands)
+    return next((o for o in ops if "desc[" in o or (o.startswith("[") and ins.base == "LDG")), "")
 
 
 def lines(addrs: Sequence[int], width_bits: int, line: int = 128) -> int:
