@@ -34,6 +34,9 @@ def run(*args, cwd=ROOT):
     (["--kernel", "K12"], "--shape"),
     (["--check", "no/such/dir"], "no data/results.csv"),
     (["--check", "reports", "--kernel", "K12"], "--check DIR takes no"),
+    (["--compare", "K12", "--shape", "64,64,64"], "two kernel ids"),
+    (["--compare", "K12,G12", "--kernel", "K12", "--shape", "64,64,64"], "takes no --kernel"),
+    (["--compare", "K12,K99", "--shape", "64,64,64"], "no such kernel"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, says):
     p = run(*args)
@@ -153,3 +156,32 @@ def test_check_sets_each_prediction_beside_the_runs_time_and_summarises(tmp_path
     twin = next(r for r in s if r["summary"] == "twin" and r["a"] == "G12" and r["b"] == "K12")
     assert twin["measured"] == pytest.approx(2.5 / 2.9) and twin["predicted"] == pytest.approx(2.6 / 3.2)
     assert "measured 1.240x" in check.line(step)
+
+
+def test_the_distance_from_a_shared_load_to_its_first_use():
+    """LDS.128 R4 writes R4-R7: the FFMA reading R6 three instructions later is its first use; a
+    load whose result the loop never reads has no distance."""
+    from study.predict import compare
+    from study.toolchain.sass import Instr
+
+    body = [Instr(0, "LDS.128", "R4, [R2]"), Instr(16, "FFMA", "R0, R1, R3, R0"),
+            Instr(32, "IADD3", "R8, R8, 0x1, RZ"), Instr(48, "FFMA", "R0, R6.reuse, R3, R0"),
+            Instr(64, "LDS", "R20, [R2+0x4]"), Instr(80, "BRA", "0x0")]
+    assert compare.lds_distances(body) == [3]
+
+
+@needs_tools
+def test_compare_splits_the_gap_by_the_models_costs():
+    p = run("--compare", "K6,K7", "--shape", "4096,4096,4096", "--json")
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(x) for x in p.stdout.splitlines()]
+    assert {(r["kernel"], r["variant"]) for r in rows} == {
+        (k, v) for k in ("K6", "K7") for v in ("full model", "register banks free", "shared-load latency 0")}
+    by = {(r["kernel"], r["variant"]): r for r in rows}
+    for k in ("K6", "K7"):  # switching a cost off never makes the loop slower
+        assert by[(k, "register banks free")]["ms"] <= by[(k, "full model")]["ms"] + 1e-9
+        assert by[(k, "shared-load latency 0")]["ms"] <= by[(k, "full model")]["ms"] + 1e-9
+    # the unit's cycles hold at least the shared loads' wavefronts worked out from the sources in
+    # tests/test_lanes.py (K6 8 per 32 FFMA, K7 20 per 64), plus the global loads and stores
+    assert by[("K6", "full model")]["unit_cycles_per_ffma"] >= 8 / 32
+    assert by[("K7", "full model")]["unit_cycles_per_ffma"] >= 20 / 64

@@ -4,6 +4,7 @@
     python -m study.predict --cu FILE.cu --symbol NAME --grid X,Y[,Z] --block T --smem BYTES \\
         --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
     python -m study.predict --check DIR [--arch sm_90] [--json]
+    python -m study.predict --compare A,B --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
 
 A registered CUDA kernel is compiled as the SASS table compiles it and launched as its
 registration says (a block per BM x BN tile of C), a tiled Triton kernel likewise (a program per
@@ -13,7 +14,8 @@ it (its name or an unambiguous part of its mangled name) that computes C = A B i
 the grid given. ``--gpu`` defaults to the committed H200 run's ``gpu.json``. One line per
 prediction; ``--json`` one JSON object. ``--check DIR`` predicts every such kernel at every shape
 the run directory DIR timed, with DIR's gpu.json, and sets each beside the run's time
-(:mod:`study.predict.check`).
+(:mod:`study.predict.check`). ``--compare A,B`` sets two kernels' main loops side by side and
+predicts each with one cost of the model switched off at a time (:mod:`study.predict.compare`).
 """
 
 from __future__ import annotations
@@ -149,6 +151,28 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
     return 0
 
 
+def compare_kernels(spec: str, shape, arch: str, a, as_json: bool) -> int:
+    """``--compare A,B``: :mod:`study.predict.compare` of two registered kernels at ``shape``."""
+    from study.predict import compare
+    from study.rundata.gpu import GPU
+
+    names = [s.strip() for s in str(spec).split(",") if s.strip()]
+    if len(names) != 2:
+        raise InputError(f"--compare {spec}: give two kernel ids, e.g. K12,G12")
+    gpu = GPU.from_json(cli.input_file(a.gpu, "--gpu") if a.gpu else DEFAULT_GPU)
+    loaded = {}
+    for n in names:
+        loop, launch, _ = registered(n, shape, arch)
+        loaded[n] = (loop, launch)
+    try:
+        rows = compare.compare(loaded, shape, gpu, arch)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    for out in ([json.dumps(r, sort_keys=True) for r in rows] if as_json else compare.lines(rows)):
+        print(out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = cli.Parser(prog="python -m study.predict", description=__doc__.splitlines()[0])
     p.add_argument("--kernel", help="a registered CUDA kernel id, e.g. K12")
@@ -161,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shape", help="M,N,K")
     p.add_argument("--check", metavar="DIR", help="every kernel at every shape of the run directory DIR, "
                    "beside its measured time")
+    p.add_argument("--compare", metavar="A,B", help="two registered kernels' main loops side by side, "
+                   "and what each cost of the model puts on the gap")
     p.add_argument("--gpu", help=f"GPU constants (default {DEFAULT_GPU.relative_to(DEFAULT_GPU.parents[2])})")
     p.add_argument("--arch", default="sm_90", help="SASS target (default sm_90)")
     p.add_argument("--json", action="store_true", help="one JSON object per prediction")
@@ -177,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         if not a.shape:
             raise InputError("--shape M,N,K is needed (or --check DIR)")
         shape = _ints(a.shape, "--shape", (3,))
+        if a.compare:
+            if a.kernel or a.cu:
+                raise InputError("--compare A,B takes no --kernel or --cu")
+            return compare_kernels(a.compare, shape, arch, a, a.json)
         gpu = GPU.from_json(cli.input_file(a.gpu, "--gpu") if a.gpu else DEFAULT_GPU)
         if bool(a.kernel) == bool(a.cu):
             raise InputError("give --kernel ID, or --cu FILE with --symbol, --grid and --block")
