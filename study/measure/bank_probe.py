@@ -84,10 +84,9 @@ def counts(cubin: Path) -> dict:
     from study.toolchain import sass
 
     loop = sass.main_loop(sass.dump_sass(cubin, "bank_probe"))
+    s = sass.schedule(loop)
     return {"loop_instructions": len(loop), "loop_ffma": sum(1 for i in loop if i.base == "FFMA"),
-            "loop_reuse": sum(bin(i.control.reuse).count("1") for i in loop),
-            "loop_bank4": sum(sass.bank_conflicts_each(loop, 4)),
-            "loop_bank2": sum(sass.bank_conflicts_each(loop, 2))}
+            **{k: s[k] for k in ("loop_reuse", "loop_bank4", "loop_bank2")}}
 
 
 def main(argv: list[str] | None = None) -> int:

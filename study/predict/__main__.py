@@ -30,7 +30,7 @@ from pathlib import Path
 from study import arch as arches
 from study import cli, kernels
 from study.errors import InputError
-from study.predict import model
+from study.predict import check, model
 from study.toolchain import sass, tools
 
 DEFAULT_GPU = Path(__file__).resolve().parents[2] / "reports" / "data" / "gpu.json"
@@ -54,9 +54,9 @@ def registered(kid: str, shape, arch: str, child=None):
     why = k.constraint_error(*shape)
     if why:
         raise InputError(f"--kernel {kid} at {'x'.join(map(str, shape))}: {why}")
-    if k.impl == "triton" and (k.tile or k.tuned):
+    if check.tiled_triton(k):
         return triton_tiled(k, shape, arch, child)
-    if k.impl != "cuda" or not k.registrations:
+    if not check.predictable(kid):
         raise InputError(f"--kernel {kid}: predicted so far for the CUDA kernels and the tiled Triton "
                          "kernels (use --cu for others)")
     M, N, K = shape
@@ -125,7 +125,6 @@ def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
 
 def check_dir(root: str, arch: str, as_json: bool) -> int:
     """``--check DIR``: :mod:`study.predict.check` over the run directory ``root``."""
-    from study.predict import check
     from study.rundata import results
     from study.rundata.gpu import GPU
     from study.rundata.rundir import RunDir

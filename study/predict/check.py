@@ -28,8 +28,14 @@ def measured_times(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def predictable(kid: str) -> bool:
+    """Whether ``--kernel`` takes the kernel: a CUDA kernel with a registered launch, or a tiled
+    Triton kernel (a program per tile)."""
     k = kernels.get(kid)
-    return (k.impl == "cuda" and bool(k.registrations)) or (k.impl == "triton" and bool(k.tile or k.tuned))
+    return tiled_triton(k) or (k.impl == "cuda" and bool(k.registrations))
+
+
+def tiled_triton(k) -> bool:
+    return k.impl == "triton" and bool(k.tile or k.tuned)
 
 
 def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None]) -> list[dict]:

@@ -53,11 +53,12 @@ def loop_facts(body: list, l1_cycles: list) -> dict:
 
     ffma = sum(1 for i in body if i.base == "FFMA")
     d = lds_distances(body)
+    s = sass.schedule(body)
     return {
         "instructions_per_ffma": len(body) / ffma,
-        "stall_cycles_per_ffma": sum(i.control.stall for i in body) / ffma,
-        "reuse_flags_per_ffma": sum(bin(i.control.reuse).count("1") for i in body) / ffma,
-        "bank_extra_reads_per_ffma": sum(sass.bank_conflicts_each(body, 4)) / ffma,
+        "stall_cycles_per_ffma": s["loop_stall_cycles"] / ffma,
+        "reuse_flags_per_ffma": s["loop_reuse"] / ffma,
+        "bank_extra_reads_per_ffma": s["loop_bank4"] / ffma,
         "unit_cycles_per_ffma": sum(c or 0 for c in l1_cycles) / ffma,
         "lds_to_use_min": min(d) if d else None,
         "lds_to_use_median": statistics.median(d) if d else None,

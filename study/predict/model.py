@@ -151,15 +151,11 @@ def main_loop_of(instrs: list, params: dict[int, int] | None = None) -> tuple[li
     return body, lanes.l1_cycles(instrs, body, params)
 
 
-# where the arguments of ``SGEMM_KERNEL_PARAMS`` (M, N, K, alpha, A, B, beta, C, in
-# cuda_kernels/common.cuh) lie in constant bank 0 on sm_70 and later
-_SGEMM_ARGS = {"M": 0x210, "N": 0x214, "K": 0x218, "A": 0x220, "B": 0x228, "C": 0x238}
-
-
 def cubin_params(arguments) -> dict[int, int]:
-    """Arguments (("*fp32", None) for a pointer, ("i32" or "i64", value) for an integer, in the
-    kernel's order) by their offset in constant bank 0 on sm_70 and later: from 0x210, each at its
-    natural alignment; each pointer an aligned address of its own (its low word)."""
+    """Arguments (("*fp32", None) for a pointer, ("i32" or "i64", value) for an integer, ("f32",
+    None) for a float, whose value no address takes, in the kernel's order) by their offset in
+    constant bank 0 on sm_70 and later: from 0x210, each at its natural alignment; each pointer an
+    aligned address of its own (its low word)."""
     out, at, pointers = {}, 0x210, 0
     for kind, value in arguments:
         size = 8 if kind.startswith("*") or kind == "i64" else 4
@@ -168,7 +164,7 @@ def cubin_params(arguments) -> dict[int, int]:
             pointers += 1
             out[at], out[at + 4] = 0x10000000 * (4 * pointers - 3), 0
         else:
-            out[at] = int(value) & 0xFFFFFFFF
+            out[at] = int(value or 0) & 0xFFFFFFFF
             if size == 8:
                 out[at + 4] = (int(value) >> 32) & 0xFFFFFFFF
         at += size
@@ -179,7 +175,6 @@ def sgemm_params(shape: tuple[int, int, int]) -> dict[int, int]:
     """A registered CUDA kernel's arguments at ``shape`` by their offset in constant bank 0: the
     sizes, and the matrices at aligned addresses of their own (low words; the high words 0)."""
     M, N, K = shape
-    out = {_SGEMM_ARGS["M"]: M, _SGEMM_ARGS["N"]: N, _SGEMM_ARGS["K"]: K}
-    for i, name in enumerate(("A", "B", "C")):
-        out[_SGEMM_ARGS[name]] = 0x10000000 * (1 + 4 * i)
-    return out
+    # SGEMM_KERNEL_PARAMS (cuda_kernels/common.cuh): M, N, K, alpha, A, B, beta, C
+    return cubin_params([("i32", M), ("i32", N), ("i32", K), ("f32", None), ("*fp32", None),
+                         ("*fp32", None), ("f32", None), ("*fp32", None)])

@@ -95,8 +95,8 @@ class Lanes:
             if val is None:
                 return None
         elif _CONST.match(t):
-            off = re.match(r"^c\[0x0\]\[(0x[0-9a-fA-F]+)\]$", t)
-            val = (self.params.get(int(off[1], 16), 0) & MASK,) * LANES if off else ZERO
+            at = _param_offset(t)
+            val = (self.params.get(at, 0) & MASK,) * LANES if at is not None else ZERO
         else:
             return None
         if neg:
@@ -121,6 +121,12 @@ def _lop3(a: int, b: int, c: int, lut: int) -> int:
         idx = (((a >> bit) & 1) << 2) | (((b >> bit) & 1) << 1) | ((c >> bit) & 1)
         r |= ((lut >> idx) & 1) << bit
     return r
+
+
+def _param_offset(text: str) -> int | None:
+    """The byte offset of a constant-bank-0 operand ``c[0x0][0x218]``; None for any other."""
+    m = re.match(r"^c\[0x0\]\[(0x[0-9a-fA-F]+)\]$", text.strip())
+    return int(m[1], 16) if m else None
 
 
 def _signed(v: int) -> int:
@@ -189,8 +195,7 @@ def step(state: Lanes, ins: Instr) -> None:
         elif base in ("MOV",) or ins.base == "UMOV":
             val = r(0)
         elif base in ("LDC",) or ins.base == "ULDC":
-            off = re.match(r"^c\[0x0\]\[(0x[0-9a-fA-F]+)\]$", src[0]) if src else None
-            at = int(off[1], 16) if off else None
+            at = _param_offset(src[0]) if src else None
             val = (state.params.get(at, 0) & MASK,) * LANES if at is not None else ZERO
             if ".64" in ins.opcode:
                 pair = ((state.params.get(at + 4, 0) & MASK,) * LANES) if at is not None else ZERO

@@ -312,7 +312,11 @@ def loop_schedule(instrs: Sequence[Instr]) -> dict[str, float]:
     a scoreboard (a wait mask, or DEPBAR's count), ``loop_reuse`` the operand reuse flags set,
     ``loop_bank2`` / ``loop_bank4`` the register reads :func:`bank_conflicts` counts with 2 and 4
     banks. NaN where there is no loop with FFMA or the dump has no scheduling words."""
-    loop = main_loop(instrs)
+    return schedule(main_loop(instrs))
+
+
+def schedule(loop: Sequence[Instr]) -> dict[str, float]:
+    """:func:`loop_schedule` of a loop body already found."""
     if not loop or any(i.control is None for i in loop):
         return dict.fromkeys(SCHEDULE_KEYS, math.nan)
     return {
