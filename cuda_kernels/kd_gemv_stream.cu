@@ -11,46 +11,43 @@
 //   per 4 k); a thread keeps MT x 4 partial sums.
 // - The k-groups are summed in a fixed order (warp shuffles, then shared memory over the warps).
 //   Where the output tiles alone would leave SMs idle, K is split across blocks too (enough
-//   blocks for BLOCKS_PER_SM per SM, at most MAX_SPLITS): each block leaves its sums in the
-//   workspace and the block of a tile that finishes last adds the splits in their order
-//   (kd_common.cuh). No float atomics: the same bits every run.
-// - Entry points: kd_gemv_m1 (MT = 1, its own M1_TX, M1_TG, M1_UNROLL), kd_gemv_m2, kd_gemv_m4,
-//   kd_gemv_m8 (MT = 2, 4, 8 with TX, TG, UNROLL). Any M runs on any of them: larger M takes
+//   blocks that the loads of B in flight reach INFLIGHT_BYTES per SM, at most MAX_SPLITS): each
+//   block leaves its sums in the workspace and the block of a tile that finishes last adds the
+//   splits in their order (kd_common.cuh). No float atomics: the same bits every run.
+// - The split rule is Little's law, the same for every shape: a block has THREADS * 4 * UNROLL
+//   loads of 16 bytes in flight, and the DRAM's latency times its bandwidth, over the SMs, asks
+//   for about INFLIGHT_BYTES of them per SM. Fewer blocks leave the DRAM waiting; more splits
+//   than that only add parts to sum. A grid of more waves than fit (N large) is not split.
+// - Entry points: kd_gemv_m1, kd_gemv_m2 (MT = 1, 2: UNROLL_FEW steps in flight), kd_gemv_m4,
+//   kd_gemv_m8 (MT = 4, 8: UNROLL_MANY, which keeps their MT x 4 sums and the loads of B in
+//   registers without spilling), all TX x TG threads. Any M runs on any of them: larger M takes
 //   several row tiles of MT rows, the blocks of one column slab adjacent so that B is re-read
 //   from L2. The registry picks the smallest MT at least M.
-// Parameters (-D overrides): KD_M1_TX, KD_M1_TG, KD_M1_UNROLL, KD_TX, KD_TG, KD_UNROLL,
-// KD_BLOCKS_PER_SM, KD_MAX_SPLITS.
+// Parameters (-D overrides): KD_TX, KD_TG, KD_UNROLL_FEW, KD_UNROLL_MANY, KD_INFLIGHT_BYTES,
+// KD_MAX_SPLITS.
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
 #include "common.cuh"
 #include "kd_common.cuh"  // the ticket and the workspace
 
-#ifndef KD_M1_TX
-#define KD_M1_TX 8  // M = 1 (kd_gemv_m1): column threads of a block, 4 columns each
-#endif
-#ifndef KD_M1_TG
-#define KD_M1_TG 16  // M = 1: k-groups of a block
-#endif
-#ifndef KD_M1_UNROLL
-#define KD_M1_UNROLL 4  // M = 1: 4-k steps whose loads are in flight together
-#endif
 #ifndef KD_TX
-#define KD_TX 16  // MT >= 2: column threads of a block
+#define KD_TX 16  // column threads of a block, 4 columns each
 #endif
 #ifndef KD_TG
-#define KD_TG 8  // MT >= 2: k-groups of a block
+#define KD_TG 8  // k-groups of a block
 #endif
-#ifndef KD_UNROLL
-#define KD_UNROLL 2  // MT >= 2: 4-k steps whose loads are in flight together
+#ifndef KD_UNROLL_FEW
+#define KD_UNROLL_FEW 4  // MT = 1, 2: 4-k steps whose loads are in flight together
 #endif
-#ifndef KD_BLOCKS_PER_SM
-#define KD_BLOCKS_PER_SM 4  // K is split until the grid holds this many blocks per SM
+#ifndef KD_UNROLL_MANY
+#define KD_UNROLL_MANY 2  // MT = 4, 8: the same
+#endif
+#ifndef KD_INFLIGHT_BYTES
+#define KD_INFLIGHT_BYTES 49152  // K is split until the loads of B in flight reach this per SM
 #endif
 #ifndef KD_MAX_SPLITS
 #define KD_MAX_SPLITS 16  // the most splits of K
 #endif
 
-#define KD_M1_THREADS (KD_M1_TX * KD_M1_TG)
-#define KD_M1_BN (4 * KD_M1_TX)
 #define KD_THREADS (KD_TX * KD_TG)
 #define KD_BN (4 * KD_TX)
 
@@ -195,56 +192,48 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
     if (threadIdx.x == 0) tickets[tile] = 0;  // ready for the next launch
 }
 
-// MT = 1, with its own column threads, k-groups and unroll.
-extern "C" __global__ void __launch_bounds__(KD_M1_THREADS) kd_gemv_m1(KD_PARAMS) {
-    kd_body<1, KD_M1_TX, KD_M1_TG, KD_M1_UNROLL>(M, N, K, alpha, A, B, beta, C, splits, ws, tickets);
-}
-#define KD_KERNEL(name, mt)                                                                          \
+#define KD_KERNEL(name, mt, unroll)                                                                  \
     extern "C" __global__ void __launch_bounds__(KD_THREADS) name(KD_PARAMS) {                         \
-        kd_body<mt, KD_TX, KD_TG, KD_UNROLL>(M, N, K, alpha, A, B, beta, C, splits, ws, tickets);      \
+        kd_body<mt, KD_TX, KD_TG, unroll>(M, N, K, alpha, A, B, beta, C, splits, ws, tickets);         \
     }
-KD_KERNEL(kd_gemv_m2, 2)
-KD_KERNEL(kd_gemv_m4, 4)
-KD_KERNEL(kd_gemv_m8, 8)
+KD_KERNEL(kd_gemv_m1, 1, KD_UNROLL_FEW)
+KD_KERNEL(kd_gemv_m2, 2, KD_UNROLL_FEW)
+KD_KERNEL(kd_gemv_m4, 4, KD_UNROLL_MANY)
+KD_KERNEL(kd_gemv_m8, 8, KD_UNROLL_MANY)
 
 // The launch of one of them: tiles of MT rows x BN columns, each given `splits` blocks along K:
-// enough blocks to give every SM BLOCKS_PER_SM of them, at least one staged chunk of A (ch float4
-// of k) per split, at most MAX_SPLITS. Where the workspace cannot be had (out of memory), nothing
-// is launched and the caller sees C unwritten.
+// the fewest for which the grid's loads of B in flight (THREADS * 4 * unroll LDG.128 a block)
+// reach INFLIGHT_BYTES per SM, at least one staged chunk of A (TG * unroll float4 of k) per
+// split, at most MAX_SPLITS. Where the workspace cannot be had (out of memory), nothing is
+// launched and the caller sees C unwritten.
 typedef void (*KdStreamKernel)(KD_PARAMS);
-static void kd_stream_launch(KdStreamKernel kernel, int mt, int bn, int ch, int threads, int M, int N, int K,
-                             float alpha, const float *A, const float *B, float beta, float *C,
-                             cudaStream_t stream) {
+template <int MT, int UNROLL>
+static void kd_stream_launch(KdStreamKernel kernel, int M, int N, int K, float alpha, const float *A,
+                             const float *B, float beta, float *C, cudaStream_t stream) {
+    constexpr long long block_bytes = (long long)KD_THREADS * 4 * UNROLL * 16;
     KdWorkspace &w = kd_device();
-    const int tiles = sgemm_cdiv(N, bn) * sgemm_cdiv(M, mt);
-    int splits = (KD_BLOCKS_PER_SM * w.sms + tiles - 1) / tiles;
-    splits = min(splits, min(KD_MAX_SPLITS, sgemm_cdiv(K / 4, ch)));
+    const int tiles = sgemm_cdiv(N, KD_BN) * sgemm_cdiv(M, MT);
+    const long long want = ((long long)KD_INFLIGHT_BYTES * w.sms + block_bytes - 1) / block_bytes;
+    int splits = (int)((want + tiles - 1) / tiles);
+    splits = min(splits, min(KD_MAX_SPLITS, sgemm_cdiv(K / 4, KD_TG * UNROLL)));
     if (splits < 1) splits = 1;
     if (splits > 1 && !kd_reserve(w, (size_t)splits * M * N * sizeof(float), (size_t)tiles, stream)) return;
-    kernel<<<dim3(tiles * splits), dim3(threads), 0, stream>>>(M, N, K, alpha, A, B, beta, C, splits, w.ws,
-                                                              w.tickets);
+    kernel<<<dim3(tiles * splits), dim3(KD_THREADS), 0, stream>>>(M, N, K, alpha, A, B, beta, C, splits, w.ws,
+                                                                 w.tickets);
 }
 
-void launch_kd_gemv_m1(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
-                       cudaStream_t stream) {
-    kd_stream_launch(kd_gemv_m1, 1, KD_M1_BN, KD_M1_TG * KD_M1_UNROLL, KD_M1_THREADS, M, N, K, alpha, A, B, beta, C,
-                     stream);
-}
-void launch_kd_gemv_m2(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
-                       cudaStream_t stream) {
-    kd_stream_launch(kd_gemv_m2, 2, KD_BN, KD_TG * KD_UNROLL, KD_THREADS, M, N, K, alpha, A, B, beta, C, stream);
-}
-void launch_kd_gemv_m4(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
-                       cudaStream_t stream) {
-    kd_stream_launch(kd_gemv_m4, 4, KD_BN, KD_TG * KD_UNROLL, KD_THREADS, M, N, K, alpha, A, B, beta, C, stream);
-}
-void launch_kd_gemv_m8(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
-                       cudaStream_t stream) {
-    kd_stream_launch(kd_gemv_m8, 8, KD_BN, KD_TG * KD_UNROLL, KD_THREADS, M, N, K, alpha, A, B, beta, C, stream);
-}
+#define KD_LAUNCH(name, mt, unroll)                                                                   \
+    void launch_##name(int M, int N, int K, float alpha, const float *A, const float *B, float beta,  \
+                       float *C, cudaStream_t stream) {                                              \
+        kd_stream_launch<mt, unroll>(name, M, N, K, alpha, A, B, beta, C, stream);                   \
+    }
+KD_LAUNCH(kd_gemv_m1, 1, KD_UNROLL_FEW)
+KD_LAUNCH(kd_gemv_m2, 2, KD_UNROLL_FEW)
+KD_LAUNCH(kd_gemv_m4, 4, KD_UNROLL_MANY)
+KD_LAUNCH(kd_gemv_m8, 8, KD_UNROLL_MANY)
 
 // BM: the rows of C a block computes (MT); BN its columns; BK 0: no K-tile of B in shared memory.
-SGEMM_REGISTER(kd_gemv_m1, 1, KD_M1_BN, 0, KD_M1_THREADS, SGEMM_VEC4)
+SGEMM_REGISTER(kd_gemv_m1, 1, KD_BN, 0, KD_THREADS, SGEMM_VEC4)
 SGEMM_REGISTER(kd_gemv_m2, 2, KD_BN, 0, KD_THREADS, SGEMM_VEC4)
 SGEMM_REGISTER(kd_gemv_m4, 4, KD_BN, 0, KD_THREADS, SGEMM_VEC4)
 SGEMM_REGISTER(kd_gemv_m8, 8, KD_BN, 0, KD_THREADS, SGEMM_VEC4)

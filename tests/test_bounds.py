@@ -411,14 +411,14 @@ def test_decode_counters_are_predicted_with_the_main_shape_constants(decode):
     roof = raw["read_gbps"] * 1e9 / (132 * 1980e6)
     assert d.at["KD", "b_dram"] == pytest.approx(271671296 / W_DECODE / roof)
     assert d.at["KD", "bound"] == "dram"
-    # kd_gemv_m1's launch: blocks of 8 column threads x 4 columns = 32 columns, 18944 / 32 = 592
+    # kd_gemv_m1's launch: blocks of 16 column threads x 4 columns = 64 columns, 18944 / 64 = 296
     # blocks; 96 registers x 128 threads give 5 blocks per SM, one wave of 132 x 5 slots
-    assert d.at["KD", "blocks"] == 18944 / 32 and d.at["KD", "blocks_per_sm"] == 65536 // (96 * 128)
-    assert d.at["KD", "tail"] == pytest.approx(132 * 5 / 592)
-    assert d.at["KD", "predicted_cadence"] == pytest.approx(271671296 / W_DECODE / roof * 132 * 5 / 592)
+    assert d.at["KD", "blocks"] == 18944 / 64 and d.at["KD", "blocks_per_sm"] == 65536 // (96 * 128)
+    assert d.at["KD", "tail"] == pytest.approx(132 * 5 / 296)
+    assert d.at["KD", "predicted_cadence"] == pytest.approx(271671296 / W_DECODE / roof * 132 * 5 / 296)
     meas = led[(led["kernel"] == "KD") & (led["M"] == 1) & (led["N"] == 18944)]["cadence"].median()
     assert d.at["KD", "error_pct"] == pytest.approx(
-        (271671296 / W_DECODE / roof * 132 * 5 / 592 / meas - 1) * 100)
+        (271671296 / W_DECODE / roof * 132 * 5 / 296 / meas - 1) * 100)
     # K12 at M = 1: 139.5 instructions per useful warp FMA; 1 x 74 blocks of 128 x 256 on 132 SMs
     # at one block per SM: tail 132 / 74
     assert d.at["K12", "bound"] == "issue"

@@ -206,8 +206,8 @@ KERNELS: tuple[Kernel, ...] = (
             # k; the thread's UNROLL float4 of A's rows (LDS.128, one per MT rows and 4 k) meet its
             # 4 x UNROLL LDG.128 of B (4 columns, 4 k each), and it stages MT UNROLL / TX float4 of A;
             # the block's MT x 4 TX outputs are its TX TG threads' (4 MT / TG each)
-            "kd_gemv_m1": _kd_stream(mt=1, tx=8, tg=16, unroll=4),
-            "kd_gemv_m2": _kd_stream(mt=2, tx=16, tg=8, unroll=2),
+            "kd_gemv_m1": _kd_stream(mt=1, tx=16, tg=8, unroll=4),
+            "kd_gemv_m2": _kd_stream(mt=2, tx=16, tg=8, unroll=4),
             "kd_gemv_m4": _kd_stream(mt=4, tx=16, tg=8, unroll=2),
             "kd_gemv_m8": _kd_stream(mt=8, tx=16, tg=8, unroll=2),
             # the tiled GEMM, per consumer thread (256 of 384): a stage is 64 values of k, 16 per

@@ -179,10 +179,11 @@ class Kernel:
             return ()
         return (self.source,) if isinstance(self.source, str) else tuple(self.source)
 
-    @property
+    @functools.cached_property
     def registrations(self) -> tuple[Registration, ...]:
         """What this CUDA kernel's ``.cu`` files state in their ``SGEMM_REGISTER`` lines, in
-        order (read on first use, once per file); () for kernels without a ``.cu``."""
+        order (read on first use, then kept: a launch asks for them on every call); () for
+        kernels without a ``.cu``."""
         if self.impl != "cuda" or not self.sources or not all(s.endswith(".cu") for s in self.sources):
             return ()
         return tuple(r for s in self.sources for r in read_registrations(s))
@@ -193,7 +194,7 @@ class Kernel:
         regs = self.registrations
         return regs[0] if len(regs) == 1 else None
 
-    @property
+    @functools.cached_property
     def paths(self) -> tuple[KernelPath, ...]:
         """The functions this kernel launches: one per registration of a CUDA kernel, the
         registry's symbol for a Triton kernel, none for cuBLAS."""
