@@ -9,7 +9,16 @@
 // formatted: on the GPU image a C++ exception, and even a formatted std::string, on the failure
 // path crashed the interpreter, and a bad argument must be a readable error, never a crash.
 // The Python side (study.kernels) raises it with the kernel and the shapes.
+//
+// It also defines the operator sgemm_ledgers::mm (and mm.out), registered with torch.library so
+// that it dispatches from C++ (no Python between the call and the launch), runs inside a CUDA
+// graph and traces under torch.compile (its Meta kernel gives the output's shape). Which kernel
+// it launches for a shape is a table the Python package sgemm_ledgers hands over once
+// (configure_mm): the decode rung's path for each M up to a bound, the top rung and the tile
+// multiples and tile count it needs; every other shape goes to torch's own matmul, FP32.
 #include <torch/extension.h>
+#include <torch/library.h>
+#include <ATen/Context.h>
 
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -112,6 +121,124 @@ const char *run(const SgemmKernelInfo &k, const at::Tensor &a, const at::Tensor 
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
+
+// --- the operator ---------------------------------------------------------------------------
+// The route table (configure_mm): kd[M - 1] the decode rung's function for M = 1 .. kd.size(),
+// top the top rung's, launched where M, N and K are multiples of its tile and its tiles number
+// at least top_min_tiles; everything else goes to at::mm (the vendor's kernel), TF32 off.
+struct MmRoutes {
+    std::vector<const SgemmKernelInfo *> kd;
+    const SgemmKernelInfo *top = nullptr;
+    int64_t top_min_tiles = 0;
+    bool ready = false;
+};
+MmRoutes &mm_routes() {
+    static MmRoutes routes;
+    return routes;
+}
+
+const SgemmKernelInfo *by_symbol(const std::string &symbol) {
+    for (const SgemmKernelInfo &k : sgemm_registry())
+        if (symbol == k.symbol) return &k;
+    return nullptr;
+}
+
+bool aligned16(const at::Tensor &t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+// The function the operator launches for these operands, nullptr for the vendor's.
+const SgemmKernelInfo *route(const at::Tensor &a, const at::Tensor &b, const at::Tensor &c) {
+    const MmRoutes &r = mm_routes();
+    const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    if (M < 1 || N < 1 || K < 1) return nullptr;
+    if (M <= static_cast<int64_t>(r.kd.size())) {
+        const SgemmKernelInfo *k = r.kd[M - 1];
+        const bool vec4_ok = N % 4 == 0 && K % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
+        return k && (!(k->flags & SGEMM_VEC4) || vec4_ok) ? k : nullptr;
+    }
+    const SgemmKernelInfo *t = r.top;
+    if (t && M % t->bm == 0 && N % t->bn == 0 && K % t->bk == 0 &&
+        (M / t->bm) * (N / t->bn) >= r.top_min_tiles)
+        return t;
+    return nullptr;
+}
+
+// FP32 whatever torch's TF32 switch says, for the vendor's path; restored on the way out.
+struct NoTf32 {
+    bool was;
+    NoTf32() : was(at::globalContext().allowTF32CuBLAS()) {
+        if (was) at::globalContext().setAllowTF32CuBLAS(false);
+    }
+    ~NoTf32() {
+        if (was) at::globalContext().setAllowTF32CuBLAS(true);
+    }
+};
+
+void check_mm(const at::Tensor &a, const at::Tensor &b) {
+    TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "sgemm_ledgers.mm: a and b must be 2-D, got ", a.sizes(), " and ",
+                b.sizes());
+    TORCH_CHECK(a.size(1) == b.size(0), "sgemm_ledgers.mm: inner dimensions differ: a is ", a.sizes(), ", b is ",
+                b.sizes());
+    TORCH_CHECK(a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat,
+                "sgemm_ledgers.mm: a and b must be float32, got ", a.scalar_type(), " and ", b.scalar_type());
+    TORCH_CHECK(a.is_cuda() && b.is_cuda() && a.device() == b.device(),
+                "sgemm_ledgers.mm: a and b must be on one CUDA device, got ", a.device(), " and ", b.device());
+    TORCH_CHECK(a.is_contiguous() && b.is_contiguous(),
+                "sgemm_ledgers.mm: a and b must be contiguous (row-major), got strides ", a.strides(), " and ",
+                b.strides());
+}
+
+at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
+    check_mm(a, b);
+    TORCH_CHECK(mm_routes().ready, "sgemm_ledgers.mm: not configured (call it through the sgemm_ledgers package)");
+    TORCH_CHECK(out.scalar_type() == at::kFloat && out.device() == a.device() && out.is_contiguous() &&
+                    out.dim() == 2 && out.size(0) == a.size(0) && out.size(1) == b.size(1),
+                "sgemm_ledgers.mm: out must be a contiguous float32 ", a.size(0), " x ", b.size(1),
+                " tensor on ", a.device(), ", got ", out.scalar_type(), " ", out.sizes(), " on ", out.device());
+    TORCH_CHECK(out.numel() == 0 || (!overlaps(out, a) && !overlaps(out, b)),
+                "sgemm_ledgers.mm: out must not share memory with a or b");
+    const SgemmKernelInfo *k = route(a, b, out);
+    if (!k) {
+        const NoTf32 fp32;
+        at::mm_out(out, a, b);
+        return out;
+    }
+    const char *problem = run(*k, a, b, out, 1.0, 0.0);
+    TORCH_CHECK(!problem, "sgemm_ledgers.mm (", k->symbol, "): ", problem);
+    return out;
+}
+
+at::Tensor mm(const at::Tensor &a, const at::Tensor &b) {
+    check_mm(a, b);
+    at::Tensor out = at::empty({a.size(0), b.size(1)}, a.options());
+    return mm_out(a, b, out);
+}
+
+at::Tensor mm_meta(const at::Tensor &a, const at::Tensor &b) {
+    TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0),
+                "sgemm_ledgers.mm: a and b must be 2-D with a.size(1) == b.size(0), got ", a.sizes(), " and ",
+                b.sizes());
+    return at::empty({a.size(0), b.size(1)}, a.options());
+}
+
+at::Tensor &mm_out_meta(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) { return out; }
+
+// Hands over the route table; returns None, or what is wrong with it (an unknown symbol).
+const char *configure_mm(const std::vector<std::string> &kd, const std::string &top, int64_t top_min_tiles) {
+    MmRoutes fresh;
+    for (const std::string &s : kd) {
+        const SgemmKernelInfo *k = by_symbol(s);
+        REQUIRE(k, "configure_mm: a decode symbol names no registered kernel");
+        fresh.kd.push_back(k);
+    }
+    fresh.top = top.empty() ? nullptr : by_symbol(top);
+    REQUIRE(top.empty() || fresh.top, "configure_mm: the top rung's symbol names no registered kernel");
+    REQUIRE(!fresh.top || fresh.top->bk > 0, "configure_mm: the top rung must state its K-tile");
+    fresh.top_min_tiles = top_min_tiles;
+    fresh.ready = true;
+    mm_routes() = fresh;
+    return nullptr;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -138,4 +265,32 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         },
         "(symbol, BM, BN, BK, THREADS, FLAGS) of every kernel as its SGEMM_REGISTER line states "
         "them, in registration order");
+    m.def("configure_mm", &configure_mm,
+          "sgemm_ledgers.mm's route table: the decode rung's symbol for M = 1, 2, ..., the top rung's "
+          "symbol and the tiles it needs; returns None, or what is wrong",
+          py::arg("kd"), py::arg("top"), py::arg("top_min_tiles"));
+    m.def(
+        "mm_route",
+        [](const at::Tensor &a, const at::Tensor &b, const at::Tensor &out) -> std::string {
+            const SgemmKernelInfo *k = route(a, b, out);
+            return k ? k->symbol : "vendor";
+        },
+        "the function sgemm_ledgers.mm launches for these operands ('vendor': torch's matmul)");
+}
+
+TORCH_LIBRARY(sgemm_ledgers, m) {
+    m.def("mm(Tensor a, Tensor b) -> Tensor");
+    m.def("mm.out(Tensor a, Tensor b, *, Tensor(a!) out) -> Tensor(a!)");
+}
+TORCH_LIBRARY_IMPL(sgemm_ledgers, CUDA, m) {
+    m.impl("mm", &mm);
+    m.impl("mm.out", &mm_out);
+}
+TORCH_LIBRARY_IMPL(sgemm_ledgers, CPU, m) {  // only to say why not: the checks refuse CPU tensors
+    m.impl("mm", &mm);
+    m.impl("mm.out", &mm_out);
+}
+TORCH_LIBRARY_IMPL(sgemm_ledgers, Meta, m) {
+    m.impl("mm", &mm_meta);
+    m.impl("mm.out", &mm_out_meta);
 }

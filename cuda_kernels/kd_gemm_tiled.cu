@@ -192,12 +192,41 @@ KD_GEMM_KERNEL(kd_gemm_m16, 16)
 KD_GEMM_KERNEL(kd_gemm_m32, 32)
 
 // The launch of the kernel of BM rows: the tensor maps of A (BM x (BK + 4) boxes) and B (GK x BW
-// boxes); a grid of SK_BLOCKS_PER_SM blocks per SM (at most what fits: the occupancy query, made
+// boxes, kd_maps); a grid of SK_BLOCKS_PER_SM blocks per SM (at most what fits: the occupancy query, made
 // once per device), each given at least SK_MIN_KTILES stages of K; two workspace slots a block
 // and a ticket a tile. Without the driver's encoder, or where a map cannot be encoded, the
 // kernel is launched on an empty grid and the launch error says so; out of memory for the
 // workspace, nothing is launched and the caller sees C unwritten.
 typedef void (*KdGemmKernel)(SGEMM_KERNEL_PARAMS, float *, unsigned *, const CUtensorMap, const CUtensorMap);
+
+// The tensor maps of the last KD_MAP_CACHE operand sets a host thread launched with, per row tile:
+// a decode step multiplies the same weights and activation buffers again and again, and encoding
+// two maps costs the host more than the launch does. A map holds only the address, the shape and
+// the box, so a cached one is right for any tensor at that address and shape.
+#define KD_MAP_CACHE 8
+struct KdMaps {
+    const float *a = nullptr, *b = nullptr;
+    int M = 0, N = 0, K = 0;
+    CUtensorMap map_a, map_b;
+};
+template <int BM>
+static const KdMaps *kd_maps(const float *A, const float *B, int M, int N, int K) {
+    thread_local KdMaps cache[KD_MAP_CACHE];
+    thread_local int next = 0;
+    for (const KdMaps &c : cache)
+        if (c.a == A && c.b == B && c.M == M && c.N == N && c.K == K) return &c;
+    const TmaEncode encode = tma_encoder();
+    KdMaps &c = cache[next];
+    if (!encode || !tma_map(encode, &c.map_a, A, M, K, BM, KD_SK_LDA) ||
+        !tma_map(encode, &c.map_b, B, K, N, KD_SK_GK, KD_SK_BW)) {
+        c.a = nullptr;  // nothing cached for a failed encode
+        return nullptr;
+    }
+    c.a = A, c.b = B, c.M = M, c.N = N, c.K = K;
+    next = (next + 1) % KD_MAP_CACHE;
+    return &c;
+}
+
 template <int BM>
 static void kd_gemm_launch(KdGemmKernel kernel, int M, int N, int K, float alpha, const float *A, const float *B,
                            float beta, float *C, cudaStream_t stream) {
@@ -211,12 +240,11 @@ static void kd_gemm_launch(KdGemmKernel kernel, int M, int N, int K, float alpha
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, KD_SK_THREADS, smem);
         if (fit < 1) fit = 1;
     }
-    const TmaEncode encode = tma_encoder();
-    CUtensorMap map_a, map_b;
-    if (!encode || !tma_map(encode, &map_a, A, M, K, BM, KD_SK_LDA) ||
-        !tma_map(encode, &map_b, B, K, N, KD_SK_GK, KD_SK_BW)) {
-        kernel<<<dim3(0), KD_SK_THREADS, smem, stream>>>(M, N, K, alpha, A, B, beta, C, w.ws, w.tickets, map_a,
-                                                         map_b);
+    const KdMaps *maps = kd_maps<BM>(A, B, M, N, K);
+    if (!maps) {
+        CUtensorMap none{};
+        kernel<<<dim3(0), KD_SK_THREADS, smem, stream>>>(M, N, K, alpha, A, B, beta, C, w.ws, w.tickets, none,
+                                                         none);
         return;
     }
     const long long tiles = (long long)sgemm_cdiv(M, BM) * sgemm_cdiv(N, KD_SK_BN);
@@ -224,8 +252,8 @@ static void kd_gemm_launch(KdGemmKernel kernel, int M, int N, int K, float alpha
     long long grid = (long long)min(KD_SK_BLOCKS_PER_SM, fit) * w.sms;
     grid = min(grid, max(1LL, units / KD_SK_MIN_KTILES));
     if (!kd_reserve(w, (size_t)2 * grid * BM * KD_SK_BN * sizeof(float), (size_t)tiles, stream)) return;
-    kernel<<<(unsigned)grid, KD_SK_THREADS, smem, stream>>>(M, N, K, alpha, A, B, beta, C, w.ws, w.tickets, map_a,
-                                                            map_b);
+    kernel<<<(unsigned)grid, KD_SK_THREADS, smem, stream>>>(M, N, K, alpha, A, B, beta, C, w.ws, w.tickets,
+                                                            maps->map_a, maps->map_b);
 }
 
 void launch_kd_gemm_m16(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
