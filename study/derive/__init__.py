@@ -161,6 +161,11 @@ class Derivation:
         return self._measured(T.clocks)
 
     @cached_property
+    def decode(self) -> pd.DataFrame | None:
+        """The decode panel's rows (``python -m study.decode``); None in a run without the panel."""
+        return self._measured(T.decode)
+
+    @cached_property
     def _counters_split(self) -> tuple[pd.DataFrame | None, pd.DataFrame]:
         ncu = self._measured(T.ncu)
         ncu = ncu if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None

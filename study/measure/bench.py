@@ -211,12 +211,18 @@ def bandwidth_roofs(
     return bandwidth(nbytes, read), bandwidth(2 * nbytes, copy)
 
 
+def read_once(src: torch.Tensor, acc: torch.Tensor) -> None:
+    """The read roof's reduction: every element of the 1-D float32 ``src`` summed into the
+    preallocated scalar ``acc`` (each byte of ``src`` read once, one value written)."""
+    torch.sum(src, dim=0, out=acc)
+
+
 def _roof_times(nbytes: int, reps: int, warmup: int, seed: int) -> tuple[list[float], list[float]]:
-    """Event times of the read (a sum into one scalar) and of the copy, over fresh buffers."""
+    """Event times of the read (``read_once``) and of the copy, over fresh buffers."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     src = torch.rand(nbytes // 4, device="cuda", dtype=torch.float32, generator=g)
     acc = torch.empty((), device="cuda", dtype=torch.float32)
-    read = _event_times(lambda: torch.sum(src, dim=0, out=acc), reps, warmup)
+    read = _event_times(lambda: read_once(src, acc), reps, warmup)
     dst = torch.empty_like(src)
     copy = _event_times(lambda: dst.copy_(src), reps, warmup)
     return read, copy

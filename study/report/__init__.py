@@ -15,11 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from study.errors import first_line
-from study.report.figures import FIGURES, Skip, make_figures  # noqa: F401
+from study.report.figures import FIGURES, PANEL_FIGURES, Skip, make_figures  # noqa: F401
 from study.report.load import Run, load
 from study.report.md import gpu_name
 from study.report.sections.bounds import section_bounds
 from study.report.sections.counters import section_counters
+from study.report.sections.decode import section_decode
 from study.report.sections.experiments import section_clocks, section_shapes, section_sizes
 from study.report.sections.ledgers import section_ledgers, section_model
 from study.report.sections.main import section_ladder, section_main, section_twins
@@ -30,11 +31,12 @@ from study.report.sections.seed import section_seed
 from study.report.sections.strides import section_strides
 
 # the figures are named ``study.report.<function>`` in the report: they live here too
-globals().update({fn.__name__: fn for fn in FIGURES.values()})
+globals().update({fn.__name__: fn for fn in (*FIGURES.values(), *PANEL_FIGURES.values())})
 
 
-def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str]]]]:
-    """The report's headings in order, each with the function that writes what follows it."""
+def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str] | None]]]:
+    """The report's headings in order, each with the function that writes what follows it (None:
+    a panel the run did not measure, whose heading is left out)."""
     return [
         ("## Provenance", lambda run: section_provenance(run, measured)),
         ("## Main table", section_main),
@@ -50,6 +52,7 @@ def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str]]]]:
         ("### E3 shapes", section_shapes),
         ("### E4 strides", section_strides),
         ("### E6 clocks", section_clocks),
+        ("## Decode panel", section_decode),
         ("## Hardware counters", section_counters),
         ("## Seed GPU replay", section_seed),
         ("## Figures", section_figures),
@@ -57,7 +60,7 @@ def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str]]]]:
     ]
 
 
-def guarded(section: Callable[[Run], list[str]], run: Run) -> list[str]:
+def guarded(section: Callable[[Run], list[str] | None], run: Run) -> list[str] | None:
     try:
         return section(run)
     except Exception as e:  # an input no section foresaw costs that section, never the whole report
@@ -75,7 +78,9 @@ def render(out_dir: Path, *, measured: bool = False) -> Path:
     make_figures(run, out / "figures")
     lines = [f"# SGEMM ledgers on {gpu_name(run)}", ""]
     for heading, section in sections(measured):
-        lines += [heading, "", *guarded(section, run)]
+        body = guarded(section, run)
+        if body is not None:
+            lines += [heading, "", *body]
     path = out / "REPORT.md"
     path.write_text("\n".join(lines).rstrip() + "\n")
     return path

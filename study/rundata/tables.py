@@ -35,6 +35,9 @@ class Table:
     measured: bool = False
     append_only: bool = False
     open: bool = False  # more columns than ``columns`` may follow (they vary with the inputs)
+    # a table of a panel a run may not have measured (the decode panel): where it is absent the
+    # report says nothing of it (no "not in this run" note, no section, no figure)
+    optional: bool = False
     needs: tuple[str, ...] | None = None  # the columns a reader needs, where fewer than ``columns``
 
     @property
@@ -63,6 +66,16 @@ RESULTS_MEASURED = (
 RESULTS_PROVENANCE = (
     "gpu", "sms", "max_sm_clock_mhz", "mem_clock_mhz", "bus_width_bits", "cc", "torch", "triton", "cuda",
     "driver", "commit", "host", "run_id", "timestamp",
+)
+DECODE_READ = "read"  # the kernel of a shape's read-roof row in decode.csv
+DECODE_OPERATOR = "OP"  # the operator sgemm_ledgers.mm, measured beside the registry's kernels
+# a decode panel row (study.measure.decode, docs/method.md#decode-panel): one (shape, M, kernel), or
+# a shape's read roof (kernel DECODE_READ, M empty); times in microseconds; ``status`` "ok",
+# "wrong" (over the tolerance: no time) or "refused" (``note`` says why: no time); ``calls`` the
+# calls behind ``host_us`` and ``e2e_us``
+DECODE_MEASURED = (
+    "shape", "N", "K", "M", "kernel", "status", "note", "rel_err", "gpu_us", "p20_us", "p80_us", "reps",
+    "host_us", "e2e_us", "calls", "symbol", "config",
 )
 MEASURED = (
     _t("results", RESULTS_MEASURED + RESULTS_PROVENANCE, ("experiment", "label", "kernel", "impl", "config",
@@ -94,6 +107,10 @@ MEASURED = (
                       "iterations", "threads", "blocks", "ms", "p20_ms", "p80_ms", "reps", "sm_clock_mhz",
                       "gpu", "commit", "timestamp"), ("gpu", "commit", "timestamp"),
        "study.measure.bank_probe:main", measured=True, append_only=True),
+    _t("decode", DECODE_MEASURED + RESULTS_PROVENANCE,
+       ("shape", "kernel", "status", "note", "symbol", "config") + _PROVENANCE, "study.measure.decode:main",
+       measured=True, append_only=True,
+       needs=("shape", "N", "K", "M", "kernel", "status", "gpu_us", "host_us", "e2e_us")),
 )
 # the seed GPU's published times and constants, kept beside the reference run (inputs of the replay)
 SEED = (
@@ -198,6 +215,15 @@ DERIVED = (
        ("where", "kernels", "applied", "why")),
     _t("model_errors", ("method", "kernel", "impl", "M", "N", "K", "measured_cadence", "predicted_cadence",
                         "error_pct", "role", "bound"), ("method", "kernel", "impl", "role", "bound")),
+    # the decode panel (study.derive.decode): per (shape, M) KD against the best vendor kernel
+    # (the faster of K0 and K0L), the read roof and the per-call times; and its findings
+    _t("decode_summary", ("shape", "N", "K", "M", "kd_us", "k0_us", "k0l_us", "vendor", "vendor_us",
+                          "speedup", "speedup_k0", "speedup_k0l", "read_us", "pct_read_roof", "fastest",
+                          "fastest_us", "op_us", "kd_host_us", "op_host_us", "k0_host_us", "kd_e2e_us",
+                          "op_e2e_us", "k0_e2e_us"),
+       ("shape", "vendor", "fastest"), "decode.summary", ("decode",), optional=True),
+    _t("decode_findings", ("finding", "value", "unit", "points", "where", "note"),
+       ("finding", "unit", "where", "note"), "decode.findings", ("decode",), optional=True),
 )
 
 ALL = MEASURED + SEED + DERIVED

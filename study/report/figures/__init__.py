@@ -2,7 +2,8 @@
 
 ``draw_<name>(run)`` draws a figure and returns it (``bars``, ``points``, ``series``); ``fig_<name>(run,
 fig_dir)`` saves it as ``fig_dir/<name>.png``. A figure whose data the run lacks raises Skip with the
-reason; ``make_figures`` records it.
+reason; ``make_figures`` records it. A panel's figure (``PANEL_FIGURES``: the decode panel's) is
+drawn, and listed, only where the run holds the panel's table (``figures_of``).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from study.report.figures.common import (  # noqa: F401
     table,
     theme,
 )
+from study.report.figures.decode import draw_decode
 from study.report.figures.points import draw_bounds, draw_model, draw_roofline
 from study.report.figures.series import draw_clocks, draw_sizes
-from study.report.load import Run
+from study.report.load import NOT_IN_RUN, Run
 
 DRAW: dict[str, Callable[[Run], Figure]] = {
     "throughput": draw_throughput,
@@ -54,13 +56,30 @@ def _saver(name: str, draw: Callable[[Run], Figure]) -> Callable[[Run, Path], Pa
 
 # each figure's fig_<name>, the name the report cites (study.report exports them under it)
 FIGURES: dict[str, Callable[[Run, Path], Path]] = {name: _saver(name, draw) for name, draw in DRAW.items()}
+# a panel's figures: name -> (the table of the panel it needs, its drawing function)
+PANEL_DRAW: dict[str, tuple[str, Callable[[Run], Figure]]] = {"decode": ("decode_summary", draw_decode)}
+PANEL_FIGURES: dict[str, Callable[[Run, Path], Path]] = {
+    name: _saver(name, draw) for name, (_, draw) in PANEL_DRAW.items()
+}
+
+
+def in_run(run: Run, key: str) -> bool:
+    """Whether the run holds the table ``key`` or has one that could not be read (which its figure
+    and section then say); False for a table the run never had."""
+    return key in run.tables or not run.missing.get(key, NOT_IN_RUN).endswith(NOT_IN_RUN)
+
+
+def figures_of(run: Run) -> dict[str, Callable[[Run, Path], Path]]:
+    """The figures of this run: every one of ``FIGURES``, then the panels' whose table it holds."""
+    panels = {name: PANEL_FIGURES[name] for name, (key, _) in PANEL_DRAW.items() if in_run(run, key)}
+    return {**FIGURES, **panels}
 
 
 def make_figures(run: Run, fig_dir: Path) -> None:
     """Draw every figure; one that fails is recorded as skipped with the reason, never fatal."""
     fig_dir.mkdir(parents=True, exist_ok=True)
     with theme():
-        for name, fn in FIGURES.items():
+        for name, fn in figures_of(run).items():
             try:
                 path = fn(run, fig_dir)
                 run.figures[name] = (f"figures/{path.name}", "")
@@ -72,7 +91,7 @@ def make_figures(run: Run, fig_dir: Path) -> None:
 
 def figref(run: Run, name: str) -> list[str]:
     path, why = run.figures.get(name, (None, "not drawn"))
-    fn = f"`study.report.{FIGURES[name].__name__}`"
+    fn = f"`study.report.{(FIGURES.get(name) or PANEL_FIGURES[name]).__name__}`"
     if path is None:
         return [f"*Figure figures/{name}.png skipped ({fn}): {why}.*", ""]
     return [f"![{name}]({path})", "", f"*{path} — {fn}*", ""]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from study.report.figures import FIGURES
+from study.report.figures import figures_of
 from study.report.load import Run
 from study.report.md import md, prov
 
@@ -21,7 +21,7 @@ def section_figures(run: Run) -> list[str]:
             if run.figures.get(name, (None,))[0]
             else f"skipped: {run.figures.get(name, (None, '?'))[1]}",
         ]
-        for name, fn in FIGURES.items()
+        for name, fn in figures_of(run).items()
     ]
     return lines + md(["file", "made by", "status"], rows)
 
