@@ -222,15 +222,22 @@ static void kd_stream_launch(KdStreamKernel kernel, int M, int N, int K, float a
                                                                  w.tickets);
 }
 
-#define KD_LAUNCH(name, mt, unroll)                                                                   \
-    void launch_##name(int M, int N, int K, float alpha, const float *A, const float *B, float beta,  \
-                       float *C, cudaStream_t stream) {                                              \
-        kd_stream_launch<mt, unroll>(name, M, N, K, alpha, A, B, beta, C, stream);                   \
-    }
-KD_LAUNCH(kd_gemv_m1, 1, KD_UNROLL_FEW)
-KD_LAUNCH(kd_gemv_m2, 2, KD_UNROLL_FEW)
-KD_LAUNCH(kd_gemv_m4, 4, KD_UNROLL_MANY)
-KD_LAUNCH(kd_gemv_m8, 8, KD_UNROLL_MANY)
+void launch_kd_gemv_m1(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
+                       cudaStream_t stream) {
+    kd_stream_launch<1, KD_UNROLL_FEW>(kd_gemv_m1, M, N, K, alpha, A, B, beta, C, stream);
+}
+void launch_kd_gemv_m2(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
+                       cudaStream_t stream) {
+    kd_stream_launch<2, KD_UNROLL_FEW>(kd_gemv_m2, M, N, K, alpha, A, B, beta, C, stream);
+}
+void launch_kd_gemv_m4(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
+                       cudaStream_t stream) {
+    kd_stream_launch<4, KD_UNROLL_MANY>(kd_gemv_m4, M, N, K, alpha, A, B, beta, C, stream);
+}
+void launch_kd_gemv_m8(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
+                       cudaStream_t stream) {
+    kd_stream_launch<8, KD_UNROLL_MANY>(kd_gemv_m8, M, N, K, alpha, A, B, beta, C, stream);
+}
 
 // BM: the rows of C a block computes (MT); BN its columns; BK 0: no K-tile of B in shared memory.
 SGEMM_REGISTER(kd_gemv_m1, 1, KD_BN, 0, KD_THREADS, SGEMM_VEC4)

@@ -493,4 +493,4 @@ def test_a_kernel_of_several_paths_is_priced_with_the_path_its_shape_launched():
     kd = inp[inp["kernel"] == "KD"].set_index("M")
     assert kd.at[32, "blocks"] == math.ceil(32 / 32) * math.ceil(18944 / 144)
     assert kd.at[32, "tail"] == 1.0
-    assert kd.at[1, "blocks"] == 18944 / 32
+    assert kd.at[1, "blocks"] == 18944 / 64
