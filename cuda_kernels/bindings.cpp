@@ -187,15 +187,10 @@ void check_mm(const at::Tensor &a, const at::Tensor &b) {
                 b.strides());
 }
 
-at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
-    check_mm(a, b);
+// The product into an out that check_mm's operands and mm_out's checks have passed: the route's
+// kernel, or the vendor's.
+at::Tensor &mm_into(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
     TORCH_CHECK(mm_routes().ready, "sgemm_ledgers.mm: not configured (call it through the sgemm_ledgers package)");
-    TORCH_CHECK(out.scalar_type() == at::kFloat && out.device() == a.device() && out.is_contiguous() &&
-                    out.dim() == 2 && out.size(0) == a.size(0) && out.size(1) == b.size(1),
-                "sgemm_ledgers.mm: out must be a contiguous float32 ", a.size(0), " x ", b.size(1),
-                " tensor on ", a.device(), ", got ", out.scalar_type(), " ", out.sizes(), " on ", out.device());
-    TORCH_CHECK(out.numel() == 0 || (!overlaps(out, a) && !overlaps(out, b)),
-                "sgemm_ledgers.mm: out must not share memory with a or b");
     const SgemmKernelInfo *k = route(a, b, out);
     if (!k) {
         const NoTf32 fp32;
@@ -207,10 +202,21 @@ at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
     return out;
 }
 
+at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
+    check_mm(a, b);
+    TORCH_CHECK(out.scalar_type() == at::kFloat && out.device() == a.device() && out.is_contiguous() &&
+                    out.dim() == 2 && out.size(0) == a.size(0) && out.size(1) == b.size(1),
+                "sgemm_ledgers.mm: out must be a contiguous float32 ", a.size(0), " x ", b.size(1),
+                " tensor on ", a.device(), ", got ", out.scalar_type(), " ", out.sizes(), " on ", out.device());
+    TORCH_CHECK(out.numel() == 0 || (!overlaps(out, a) && !overlaps(out, b)),
+                "sgemm_ledgers.mm: out must not share memory with a or b");
+    return mm_into(a, b, out);
+}
+
 at::Tensor mm(const at::Tensor &a, const at::Tensor &b) {
     check_mm(a, b);
     at::Tensor out = at::empty({a.size(0), b.size(1)}, a.options());
-    return mm_out(a, b, out);
+    return mm_into(a, b, out);
 }
 
 at::Tensor mm_meta(const at::Tensor &a, const at::Tensor &b) {

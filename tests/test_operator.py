@@ -3,7 +3,6 @@ against float64, the kernel each shape goes to, clear refusals that write nothin
 torch.compile, and its host cost."""
 
 import math
-import time
 
 import pytest
 
@@ -148,25 +147,18 @@ def test_mm_under_torch_compile():
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(reason="the goal, not met yet: 17-22 us per call on the H200 (the Python checks, the "
-                   "dispatcher and the C++ checks before the launch)", strict=False)
+@pytest.mark.xfail(reason="the goal, not met yet (docs/notes/kd.md, the panel)", strict=False)
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 4096, 4096), (4096, 4096, 4096)])
 def test_host_cost_per_call_is_at_most_12_us(M, N, K):
     import torch
 
-    from study.measure import bench
+    from study.measure.decode import host_seconds
 
     a, b = _operands(M, N, K)
     out = torch.empty(M, N, device="cuda")
     for _ in range(20):
         sgemm_ledgers.mm(a, b, out=out)
-    torch.cuda.synchronize()
-    costs = []
-    for _ in range(5):  # the host's time to enqueue 100 calls behind a held device, per call
-        bench.hold_gpu(0.05 if M < 4096 else 0.5)
-        t = time.perf_counter()
-        for _ in range(100):
-            sgemm_ledgers.mm(a, b, out=out)
-        costs.append((time.perf_counter() - t) / 100 * 1e6)
-        torch.cuda.synchronize()
-    assert sorted(costs)[2] <= 12.0, costs
+    # the panel's host cost (host_us), five times
+    costs = [host_seconds(lambda: sgemm_ledgers.mm(a, b, out=out)) for _ in range(5)]
+    assert None not in costs, costs
+    assert sorted(costs)[2] * 1e6 <= 12.0, costs
