@@ -228,6 +228,36 @@ at::Tensor mm_meta(const at::Tensor &a, const at::Tensor &b) {
 
 at::Tensor &mm_out_meta(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) { return out; }
 
+// The eager entry of sgemm_ledgers.mm (the package calls it outside torch.compile's tracing): the
+// operator's checks, made without throwing, then its body; nullptr when out was written, else what
+// is wrong (a fixed description, nothing written). The same kernels as the operator, without the
+// dispatcher between the call and the launch.
+const char *check_mm_ab(const at::Tensor &a, const at::Tensor &b) {
+    REQUIRE(a.dim() == 2 && b.dim() == 2, "a and b must be 2-D");
+    REQUIRE(a.size(1) == b.size(0), "inner dimensions differ: a.size(1) must equal b.size(0)");
+    REQUIRE(a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat, "a and b must be float32");
+    REQUIRE(a.is_cuda() && b.is_cuda() && a.device() == b.device(), "a and b must be on one CUDA device");
+    REQUIRE(a.is_contiguous() && b.is_contiguous(), "a and b must be contiguous (row-major)");
+    return nullptr;
+}
+
+const char *mm_eager(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
+    REQUIRE(mm_routes().ready, "not configured (call it through the sgemm_ledgers package)");
+    const char *problem = check_mm_ab(a, b);
+    if (problem) return problem;
+    REQUIRE(out.scalar_type() == at::kFloat && out.device() == a.device() && out.is_contiguous() &&
+                out.dim() == 2 && out.size(0) == a.size(0) && out.size(1) == b.size(1),
+            "out must be a contiguous float32 M x N tensor on a's device");
+    REQUIRE(out.numel() == 0 || (!overlaps(out, a) && !overlaps(out, b)), "out must not share memory with a or b");
+    const SgemmKernelInfo *k = route(a, b, out);
+    if (!k) {
+        const NoTf32 fp32;
+        at::mm_out(out, a, b);
+        return nullptr;
+    }
+    return run(*k, a, b, out, 1.0, 0.0);
+}
+
 // Hands over the route table; returns None, or what is wrong with it (an unknown symbol).
 const char *configure_mm(const std::vector<std::string> &kd, const std::string &top, int64_t top_min_tiles) {
     MmRoutes fresh;
@@ -275,6 +305,23 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           "sgemm_ledgers.mm's route table: the decode rung's symbol for M = 1, 2, ..., the top rung's "
           "symbol and the tiles it needs; returns None, or what is wrong",
           py::arg("kd"), py::arg("top"), py::arg("top_min_tiles"));
+    m.def("mm_eager", &mm_eager,
+          "sgemm_ledgers.mm into out, outside the dispatcher; returns None, or what is wrong (nothing "
+          "written)",
+          py::arg("a"), py::arg("b"), py::arg("out"));
+    m.def(
+        "mm_eager_new",
+        [](const at::Tensor &a, const at::Tensor &b) -> py::object {
+            const char *problem = check_mm_ab(a, b);
+            if (problem) return py::str(problem);
+            at::Tensor out = at::empty({a.size(0), b.size(1)}, a.options());
+            problem = mm_eager(a, b, out);
+            if (problem) return py::str(problem);
+            return py::cast(out);
+        },
+        "sgemm_ledgers.mm into a new tensor, outside the dispatcher; returns it, or (a str) what is "
+        "wrong",
+        py::arg("a"), py::arg("b"));
     m.def(
         "mm_route",
         [](const at::Tensor &a, const at::Tensor &b, const at::Tensor &out) -> std::string {

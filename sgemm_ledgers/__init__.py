@@ -4,7 +4,12 @@ operator.
 ``torch.ops.sgemm_ledgers.mm`` (and ``mm.out``) is registered in C++ with ``torch.library``
 (``cuda_kernels/bindings.cpp``): it dispatches without Python between the call and the launch,
 runs inside a CUDA graph, and traces under ``torch.compile`` (a Meta kernel gives its output's
-shape). Which kernel it launches follows one rule, handed to the extension once per process
+shape). :func:`mm` calls that operator while ``torch.compile`` traces; eagerly it calls the same C++
+checks and body through the extension's binding, which returns what is wrong instead of throwing,
+so a call costs the host one Python-to-C++ crossing and no dispatcher (``host_us`` in the decode
+panel, docs/method.md#decode-panel).
+
+Which kernel it launches follows one rule, handed to the extension once per process
 (:func:`configure`) from the kernel registry:
 
 - M <= ``KD_MAX_M``, N and K multiples of 4, 16-byte aligned operands: the decode rung KD, on the
@@ -39,6 +44,7 @@ TOP_MIN_TILES_PER_SM = 2
 
 _lock = threading.Lock()
 _ops = None  # (mm, mm.out) once configured
+_eager = None  # the extension's (mm_eager_new, mm_eager) once configured
 
 
 def configure(device=None) -> None:
@@ -46,7 +52,7 @@ def configure(device=None) -> None:
     default): KD's path for each M up to ``KD_MAX_M`` on that device's compute capability, the top
     rung's symbol and the tiles it needs there. Called by the first :func:`mm`; call it again for
     a device of another kind."""
-    global _ops
+    global _ops, _eager
     import cuda_kernels
     from study import kernels as registry
 
@@ -61,12 +67,14 @@ def configure(device=None) -> None:
         if problem:
             raise RuntimeError(f"sgemm_ledgers: {problem}")
         _ops = (torch.ops.sgemm_ledgers.mm.default, torch.ops.sgemm_ledgers.mm.out)
+        _eager = (ext.mm_eager_new, ext.mm_eager)
 
 
 def _check(a, b, out) -> None:
-    # Made here, before the operator is called: on some builds a C++ exception thrown inside an
-    # extension's operator takes the interpreter down instead of reaching Python, so the C++
-    # checks (the same, in cuda_kernels/bindings.cpp) are only a backstop
+    # Made here, before the operator is called while tracing, and to name the problem where the
+    # eager binding refused: on some builds a C++ exception thrown inside an extension's operator
+    # takes the interpreter down instead of reaching Python, so the operator's own C++ checks (the
+    # same, in cuda_kernels/bindings.cpp) are only a backstop
     if a.dim() != 2 or b.dim() != 2:
         raise RuntimeError("sgemm_ledgers.mm: a and b must be 2-D, got "
                            f"{tuple(a.shape)} and {tuple(b.shape)}")
@@ -102,10 +110,23 @@ def mm(a, b, out=None):
     for operands it does not take."""
     if _ops is None:
         configure()
-    _check(a, b, out)
+    if torch.compiler.is_compiling():  # traced: the registered operator
+        _check(a, b, out)
+        return _ops[0](a, b) if out is None else _ops[1](a, b, out=out)
     if out is None:
-        return _ops[0](a, b)
-    return _ops[1](a, b, out=out)
+        got = _eager[0](a, b)
+        if got.__class__ is str:
+            _refuse(a, b, out, got)
+        return got
+    problem = _eager[1](a, b, out)
+    if problem is not None:
+        _refuse(a, b, out, problem)
+    return out
+
+
+def _refuse(a, b, out, problem: str):
+    _check(a, b, out)  # raises with the operands' shapes, dtypes or devices in the message
+    raise RuntimeError(f"sgemm_ledgers.mm: {problem}")
 
 
 def route(a, b, out=None) -> str:

@@ -102,7 +102,7 @@ class _FromSource:
         self.default = default
 
     def __set_name__(self, owner, name):
-        self.name, self.slot = name, f"_given_{name}"
+        self.name, self.slot, self.derived = name, f"_given_{name}", f"_derived_{name}"
 
     def __get__(self, obj, owner=None):
         if obj is None:
@@ -110,10 +110,15 @@ class _FromSource:
         value = obj.__dict__.get(self.slot)
         if value is not None:
             return value
+        if self.derived in obj.__dict__:  # read once, like the registrations it comes from
+            return obj.__dict__[self.derived]
         regs = obj.registrations
         if not regs:
-            return self.default
-        return getattr(regs[0], self.name) if len(regs) == 1 else obj._shared(self.name)
+            value = self.default
+        else:
+            value = getattr(regs[0], self.name) if len(regs) == 1 else obj._shared(self.name)
+        obj.__dict__[self.derived] = value
+        return value
 
     def __set__(self, obj, value):  # the dataclass __init__ (frozen: nothing else sets it)
         obj.__dict__[self.slot] = None if value is self else value
@@ -222,6 +227,16 @@ class Kernel:
         paths = self.paths
         if len(paths) <= 1:
             return paths[0] if paths else None
+        memo = self.__dict__.setdefault("_path_memo", {})  # a launch asks on every call
+        key = (M, cc)
+        if key not in memo:
+            if len(memo) >= 4096:
+                memo.clear()
+            memo[key] = self._pick_path(M, cc)
+        return memo[key]
+
+    def _pick_path(self, M: int, cc) -> KernelPath:
+        paths = self.paths
         ok = [(i, p) for i, p in enumerate(paths) if p.runs_on(cc)]
         if not ok:
             raise InputError(f"{self.id}: no path of it runs on compute capability {cc}")

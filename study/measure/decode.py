@@ -15,7 +15,7 @@ no time. Then, per kernel (``docs/method.md#decode-panel``):
 - ``gpu_us`` (with ``p20_us``, ``p80_us``, ``reps``): the median CUDA-event time of one call,
   ``bench.time_cuda`` with the L2 flushed before every repetition (``bench.L2Flush``), about
   ``TARGET_S`` of repetitions;
-- ``host_us``: the host's cost of one call, the CPU time (``time.process_time``) of ``CALLS``
+- ``host_us``: the host's cost of one call, the wall time (``time.perf_counter``) of ``CALLS``
   calls enqueued while the device is held busy (``bench.hold_gpu``), over ``CALLS``: no call waits
   for the device. Empty where the device was not held until the last call returned (the hold is
   lengthened and tried again ``HOLD_TRIES`` times first);
@@ -223,7 +223,7 @@ def launchers(kernels: list[str]) -> dict:
 
 
 def host_seconds(call) -> float | None:
-    """CPU seconds per call of ``CALLS`` calls enqueued behind a hold of the device; None where the
+    """Wall seconds per call of ``CALLS`` calls enqueued behind a hold of the device; None where the
     hold ended before the last call returned, ``HOLD_TRIES`` times."""
     import torch
 
@@ -239,14 +239,14 @@ def host_seconds(call) -> float | None:
         bench.hold_gpu(hold)
         held = torch.cuda.Event()
         held.record()
-        c0 = time.process_time()
+        t0 = time.perf_counter()
         for _ in range(CALLS):
             call()
-        cpu = time.process_time() - c0
+        spent = time.perf_counter() - t0
         still_held = not held.query()
         torch.cuda.synchronize()
         if still_held:
-            return cpu / CALLS
+            return spent / CALLS
         hold *= 4
     return None
 
