@@ -422,9 +422,6 @@ def test_footprint_has_one_definition():
     assert ledgers.n_at_footprint(ledgers.footprint_bytes(2048)) == pytest.approx(2048)
 
 
-@pytest.mark.xfail(strict=True, reason="reports/ was measured before KD's streaming split rule changed (its "
-                   "kd_gemv_m1 blocks are 64 columns now, not 32): the bound model's KD row at decode b1 "
-                   "re-derives with the new launch until reports/ is measured again")
 def test_the_reference_report_re_renders_to_the_committed_one(tmp_path):
     """The committed reports/ re-derived and re-rendered by this code: the same REPORT.md except the
     status (the committed one was rendered by the run that measured it) and the line naming the
