@@ -38,7 +38,7 @@ def section_decode(run: Run) -> list[str] | None:
     lines += md(["shape", "N×K", "M", "KD µs", "best vendor µs", "vendor", "KD speed-up", "over K0",
                  "over K0L", "read roof µs", "% of read roof", "fastest"], rows)
     lines += [
-        "Per call, the GPU time beside the host's cost of a call (CPU time per call of 200 calls "
+        "Per call, the GPU time beside the host's cost of a call (wall time per call of 200 calls "
         "enqueued while the device is held) and the end-to-end time per call (wall time of 200 "
         "back-to-back calls on the same operands, synchronised at the end: host included, no flush); "
         "KD through the registry's launcher, OP the operator `sgemm_ledgers.mm`, K0 `torch.matmul`.",
