@@ -22,12 +22,35 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def reference_with_current_counters(dst):
+def decode_counters(**read):
+    """Counters at the decode shapes from tests/fixtures/bounds_decode: at 1 x 18944 x 3584
+    (constructed) and KD's at 32 x 18944 x 3584 (measured), in the ncu.csv layout (``read``:
+    pandas.read_csv's options)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    here = Path(__file__).resolve().parent / "fixtures" / "bounds_decode"
+    return pd.concat([pd.read_csv(here / f, **read) for f in ("ncu.csv", "ncu_b32.csv")], ignore_index=True)
+
+
+def with_decode_counters():
+    """The committed run's counters at 4096^3 and :func:`decode_counters`, as read_csv reads them."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    ref = pd.read_csv(Path(__file__).resolve().parent.parent / "reports" / "data" / "ncu.csv")
+    return pd.concat([ref[ref["M"] == 4096], decode_counters()], ignore_index=True)
+
+
+def reference_with_current_counters(dst, decode=False):
     """A copy of the committed run (reports/) in ``dst`` whose counters are marked as read at the
     commit its times were measured at, derived and rendered. The committed counters were read at
     earlier commits, so derive leaves them out as stale; the copy is what a run whose counters
     describe its times derives (counter tables, the bound model and its figure filled), for the
-    tests of those tables and figures."""
+    tests of those tables and figures. ``decode``: :func:`decode_counters` added,
+    for a bound model of several shapes (the reference run's counters are at 4096^3)."""
     import shutil
     from pathlib import Path
 
@@ -42,6 +65,8 @@ def reference_with_current_counters(dst):
     commit = pd.read_csv(data / "results.csv", dtype=str)["commit"].dropna().unique()
     assert len(commit) == 1, commit
     ncu = pd.read_csv(data / "ncu.csv", dtype=str, keep_default_na=False)
+    if decode:
+        ncu = pd.concat([ncu, decode_counters(dtype=str, keep_default_na=False)], ignore_index=True)
     ncu["commit"] = commit[0]
     ncu.to_csv(data / "ncu.csv", index=False)
     derive.derive(RunDir(dst), seed=RunDir(src), note=False)

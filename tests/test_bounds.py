@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import with_decode_counters
 
 from study.derive import bound_inputs, bound_tables, bounds, derive, ledgers, model
 from study.rundata import rundir
@@ -461,15 +462,6 @@ def test_decode_rows_in_the_tables(decode, reference):
     assert not bool(tr.loc[(32, 18944, 3584), "applied"])
 
 
-def _with_decode_counters() -> pd.DataFrame:
-    """The reference run's counters at 4096^3, then the fixture's at decode b1 (constructed) and
-    KD's at decode b32 (measured)."""
-    ref = pd.read_csv(DATA / "ncu.csv")
-    ref = ref[(ref["M"] == 4096) & (ref["N"] == 4096) & (ref["K"] == 4096)]
-    return pd.concat([ref, *(pd.read_csv(FIXTURE / f) for f in ("ncu.csv", "ncu_b32.csv"))],
-                     ignore_index=True)
-
-
 def test_a_launch_of_another_function_than_the_one_whose_sass_is_held_is_left_out():
     # KD launches a function by M; at decode b32 it runs kd_gemm_m32, whose SASS sass.csv holds
     # and whose counters the fixture holds. The same counters named as a function whose SASS is
@@ -477,7 +469,7 @@ def test_a_launch_of_another_function_than_the_one_whose_sass_is_held_is_left_ou
     # function with another's
     gpu = GPU.from_json(DATA / "gpu.json")
     led = pd.read_csv(DATA / "ledgers.csv")
-    ncu = _with_decode_counters()
+    ncu = with_decode_counters()
     sass = pd.read_csv(DATA / "sass.csv")
     b32 = (ncu["kernel"] == "KD") & (ncu["M"] == 32)
     assert set(ncu.loc[b32, "ncu_kernel"]) == {"kd_gemm_m32"}
@@ -498,7 +490,7 @@ def test_a_kernel_of_several_paths_is_priced_with_the_path_its_shape_launched():
     # decode b32 is priced with the tiled path's tile and threads (132 tiles of 32 x 144: one per
     # SM), decode b1 with the streaming path's (32 columns a block: 592 blocks)
     gpu = GPU.from_json(DATA / "gpu.json")
-    inp = bound_inputs.inputs(pd.read_csv(DATA / "ledgers.csv"), _with_decode_counters(),
+    inp = bound_inputs.inputs(pd.read_csv(DATA / "ledgers.csv"), with_decode_counters(),
                               pd.read_csv(DATA / "sass.csv"), bounds.machine(gpu))
     kd = inp[inp["kernel"] == "KD"].set_index("M")
     assert kd.at[32, "blocks"] == math.ceil(32 / 32) * math.ceil(18944 / 144)

@@ -41,7 +41,7 @@ def runs(tmp_path_factory):
     for name in FIXTURE_FILES:
         shutil.copy(FIXTURE / name, fixture / "data" / name)
     derive.derive(RunDir(fixture), seed=RunDir(REPO / "reports"), note=False)
-    current = reference_with_current_counters(tmp_path_factory.mktemp("current"))
+    current = reference_with_current_counters(tmp_path_factory.mktemp("current"), decode=True)
     return {"reference": report.load(REPO / "reports"), "fixture": report.load(fixture),
             "current": report.load(current)}
 
@@ -232,7 +232,7 @@ def test_bounds_marks_each_shape(drawn, runs):
     ax = fig.axes[0]
     ours = bound_rows(runs["current"])
     shapes = {f"{r.M}×{r.N}×{r.K}" for r in ours.itertuples()}
-    assert len(shapes) > 1  # with its counters current the reference run's bound model has four shapes
+    assert len(shapes) > 1  # with the decode counters added the bound model has three shapes
     markers = {path_key(p) for c in ax.collections if isinstance(c, PathCollection) for p in c.get_paths()}
     assert len(markers) == len(shapes)
     named = [t.get_text() for leg in legends(fig) for t in leg.get_texts()]
