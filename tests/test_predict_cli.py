@@ -158,6 +158,41 @@ def test_check_sets_each_prediction_beside_the_runs_time_and_summarises(tmp_path
     assert "measured 1.240x" in check.line(step)
 
 
+def test_check_takes_the_decode_panels_points_and_sums_them_up_per_kernel():
+    """The panel's timed points of registered kernels (not the read roof, the operator or a wrong
+    row), in ms, predicted like a run's and summed up per kernel apart from the per-shape lines."""
+    import pandas as pd
+
+    from study.errors import InputError
+    from study.predict import check
+
+    decode = pd.DataFrame({
+        "shape": ["o"] * 6, "N": [4096] * 6, "K": [4096] * 6,
+        "M": [1, 1, 1, None, 2, 2], "kernel": ["KD", "OP", "K0", "read", "KD", "TD"],
+        "status": ["ok", "ok", "ok", "ok", "ok", "wrong"],
+        "gpu_us": [20.0, 19.0, 21.0, 24.0, 25.0, None]})
+    times = check.panel_times(decode)
+    assert sorted(zip(times["kernel"], times["M"])) == [("K0", 1), ("KD", 1), ("KD", 2)]
+    assert times.set_index(["kernel", "M"]).loc[("KD", 2), "ms"] == pytest.approx(0.025)
+    assert set(times["source"]) == {check.PANEL}
+    predicted = {1: 0.022, 2: 0.020}  # KD only: +10% at M = 1, -20% at M = 2
+
+    def one(kid, shape, loops):
+        if kid != "KD":
+            raise InputError(f"{kid}: nothing to predict from")
+        return {"ms": predicted[shape[0]], "issue_pct": 50.0, "bound": "dram"}
+
+    rows = check.run(times, one, lambda r: None)
+    assert {r["kernel"] for r in rows} == {"KD"} and all(r["source"] == check.PANEL for r in rows)
+    s = check.summary(rows)
+    assert not [r for r in s if r["summary"] == "shape"]  # the panel's points are not shapes of the run
+    kd = next(r for r in s if r["summary"] == check.PANEL and r["kernel"] == "KD")
+    assert (kd["points"], kd["predicted"], kd["outside_15"]) == (2, 2, 1)
+    assert kd["mean_abs_error_pct"] == pytest.approx(15.0) and kd["max_abs_error_pct"] == pytest.approx(20.0)
+    assert kd["worst"] == [2, 4096, 4096]
+    assert "2 of 2 points" in check.line(kd) and "outside ±15%: 1" in check.line(kd)
+
+
 def test_the_distance_from_a_shared_load_to_its_first_use():
     """LDS.128 R4 writes R4-R7: the FFMA reading R6 three instructions later is its first use; a
     load whose result the loop never reads has no distance."""

@@ -13,9 +13,10 @@ tile); a ``.cu`` file is compiled with ``nvcc -O3
 it (its name or an unambiguous part of its mangled name) that computes C = A B in one launch of
 the grid given. ``--gpu`` defaults to the committed H200 run's ``gpu.json``. One line per
 prediction; ``--json`` one JSON object. ``--check DIR`` predicts every such kernel at every shape
-the run directory DIR timed, with DIR's gpu.json, and sets each beside the run's time
-(:mod:`study.predict.check`). ``--compare A,B`` sets two kernels' main loops side by side and
-predicts each with one cost of the model switched off at a time (:mod:`study.predict.compare`).
+the run directory DIR timed (and at every point of its decode panel, where it has one), with
+DIR's gpu.json, and sets each beside the run's time (:mod:`study.predict.check`). ``--compare
+A,B`` sets two kernels' main loops side by side and predicts each with one cost of the model
+switched off at a time (:mod:`study.predict.compare`).
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
 
 def check_dir(root: str, arch: str, as_json: bool) -> int:
     """``--check DIR``: :mod:`study.predict.check` over the run directory ``root``."""
+    import pandas as pd
+
     from study.rundata import results
     from study.rundata.gpu import GPU
     from study.rundata.rundir import RunDir
@@ -134,6 +137,8 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
     if not run.has("results.csv"):
         raise InputError(f"--check {root}: no data/results.csv there (not a run directory)")
     times = check.measured_times(results.read(run.file("results.csv")))
+    if run.has("decode.csv"):
+        times = pd.concat([times, check.panel_times(pd.read_csv(run.file("decode.csv")))], ignore_index=True)
     gpu = GPU.from_json(run.file("gpu.json") if run.has("gpu.json") else DEFAULT_GPU)
     emit = check.emitter(as_json)
     with TritonChild() as child:

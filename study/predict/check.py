@@ -1,8 +1,10 @@
 """``python -m study.predict --check DIR``: every registered kernel that ``--kernel`` takes,
 predicted at every shape DIR's run timed on contiguous operands, beside the time it measured (the
 median of its rows at that shape), and the ladder's steps and the twins' ratios at the main
-shape, predicted beside measured. The measured times are only compared with: no prediction reads
-them. One line per prediction as it is made, then the summary; ``--json`` one object per line.
+shape, predicted beside measured; where DIR holds the decode panel (``decode.csv``), every
+registered kernel at every point of it too, summed up per kernel. The measured times are only
+compared with: no prediction reads them. One line per prediction as it is made, then the summary;
+``--json`` one object per line.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from study import kernels
 from study.errors import InputError
 
 MAIN = (4096, 4096, 4096)
+PANEL = "panel"  # the source of a time read from the decode panel
+PANEL_BAND_PCT = 15.0  # a panel point off the main shape counts as predicted within this
 
 
 def measured_times(results: pd.DataFrame) -> pd.DataFrame:
@@ -25,6 +29,17 @@ def measured_times(results: pd.DataFrame) -> pd.DataFrame:
         r = r[pd.to_numeric(r["ld"], errors="coerce").isna()]
     r = r.assign(ms=pd.to_numeric(r["ms"], errors="coerce")).dropna(subset=["ms"])
     return r.groupby(["kernel", "M", "N", "K"], as_index=False)["ms"].median()
+
+
+def panel_times(decode: pd.DataFrame) -> pd.DataFrame:
+    """The decode panel's timed points of registered kernels as ``measured_times`` gives a run's
+    (ms, the median where a point was recorded twice), each marked ``source`` = ``PANEL``."""
+    d = decode[decode["status"].astype(str).str.strip() == "ok"]
+    d = d.assign(ms=pd.to_numeric(d["gpu_us"], errors="coerce") / 1e3,
+                 M=pd.to_numeric(d["M"], errors="coerce")).dropna(subset=["ms", "M"])
+    d = d[d["kernel"].astype(str).isin(kernels.BY_ID)]
+    out = d.groupby(["kernel", "M", "N", "K"], as_index=False)["ms"].median()
+    return out.astype({"M": int, "N": int, "K": int}).assign(source=PANEL)
 
 
 def predictable(kid: str) -> bool:
@@ -55,6 +70,8 @@ def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None]
             row = {"kernel": kid, "shape": list(shape), "measured_ms": float(t["ms"]), "ms": p["ms"],
                    "error_pct": 100 * (p["ms"] / float(t["ms"]) - 1), "issue_pct": p["issue_pct"],
                    "bound": p["bound"]}
+        if t.get("source") == PANEL:
+            row["source"] = PANEL
         rows.append(row)
         emit(row)
     return rows
@@ -63,7 +80,7 @@ def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None]
 def summary(rows: list[dict]) -> list[dict]:
     """Per shape: mean and largest |error| and the kernels outside ±10%; at the main shape, each
     step of the CUDA ladder and each twin ratio, predicted beside measured."""
-    ok = [r for r in rows if "ms" in r]
+    ok = [r for r in rows if "ms" in r and r.get("source") != PANEL]
     out = []
     for shape in sorted({tuple(r["shape"]) for r in ok}):
         at = [r for r in ok if tuple(r["shape"]) == shape]
@@ -93,6 +110,25 @@ def summary(rows: list[dict]) -> list[dict]:
             r = ratio(twin.id, c.id, "twin")
             if r:
                 out.append(r)
+    return out + panel_summary(rows)
+
+
+def panel_summary(rows: list[dict]) -> list[dict]:
+    """Per kernel over the decode panel's points: how many were predicted, the mean and largest
+    |error| (and where), and how many lie outside ±``PANEL_BAND_PCT``."""
+    out = []
+    at = [r for r in rows if r.get("source") == PANEL]
+    for kid in dict.fromkeys(r["kernel"] for r in at):
+        mine = [r for r in at if r["kernel"] == kid]
+        ok = [r for r in mine if "ms" in r]
+        if not ok:
+            out.append({"summary": PANEL, "kernel": kid, "points": len(mine), "predicted": 0})
+            continue
+        errs = [abs(r["error_pct"]) for r in ok]
+        worst = max(ok, key=lambda r: abs(r["error_pct"]))
+        out.append({"summary": PANEL, "kernel": kid, "points": len(mine), "predicted": len(ok),
+                    "mean_abs_error_pct": sum(errs) / len(errs), "max_abs_error_pct": max(errs),
+                    "worst": worst["shape"], "outside_15": sum(e > PANEL_BAND_PCT for e in errs)})
     return out
 
 
@@ -103,6 +139,13 @@ def line(row: dict) -> str:
         out = ", ".join(row["outside_10"]) or "none"
         return (f"at {shape}: {row['kernels']} kernels, mean |error| {row['mean_abs_error_pct']:.1f}%, "
                 f"largest {row['max_abs_error_pct']:.1f}% ({row['worst']}); outside ±10%: {out}")
+    if row.get("summary") == PANEL:
+        if not row["predicted"]:
+            return f"decode panel, {row['kernel']}: none of {row['points']} points predicted"
+        worst = "x".join(map(str, row["worst"]))
+        return (f"decode panel, {row['kernel']}: {row['predicted']} of {row['points']} points predicted, "
+                f"mean |error| {row['mean_abs_error_pct']:.1f}%, largest {row['max_abs_error_pct']:.1f}% "
+                f"(at {worst}); outside ±{PANEL_BAND_PCT:g}%: {row['outside_15']}")
     if row.get("summary") in ("step", "twin"):
         return (f"{row['summary']} {row['a']} / {row['b']}: measured {row['measured']:.3f}x, predicted "
                 f"{row['predicted']:.3f}x ({row['error_pct']:+.1f}%)")
