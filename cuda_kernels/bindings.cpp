@@ -173,50 +173,59 @@ struct NoTf32 {
     }
 };
 
-void check_mm(const at::Tensor &a, const at::Tensor &b) {
-    TORCH_CHECK(a.dim() == 2 && b.dim() == 2, "sgemm_ledgers.mm: a and b must be 2-D, got ", a.sizes(), " and ",
-                b.sizes());
-    TORCH_CHECK(a.size(1) == b.size(0), "sgemm_ledgers.mm: inner dimensions differ: a is ", a.sizes(), ", b is ",
-                b.sizes());
-    TORCH_CHECK(a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat,
-                "sgemm_ledgers.mm: a and b must be float32, got ", a.scalar_type(), " and ", b.scalar_type());
-    TORCH_CHECK(a.is_cuda() && b.is_cuda() && a.device() == b.device(),
-                "sgemm_ledgers.mm: a and b must be on one CUDA device, got ", a.device(), " and ", b.device());
-    TORCH_CHECK(a.is_contiguous() && b.is_contiguous(),
-                "sgemm_ledgers.mm: a and b must be contiguous (row-major), got strides ", a.strides(), " and ",
-                b.strides());
+// What is wrong with a and b as the operator's operands, nullptr where nothing is.
+const char *check_mm_ab(const at::Tensor &a, const at::Tensor &b) {
+    REQUIRE(a.dim() == 2 && b.dim() == 2, "a and b must be 2-D");
+    REQUIRE(a.size(1) == b.size(0), "inner dimensions differ: a.size(1) must equal b.size(0)");
+    REQUIRE(a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat, "a and b must be float32");
+    REQUIRE(a.is_cuda() && b.is_cuda() && a.device() == b.device(), "a and b must be on one CUDA device");
+    REQUIRE(a.is_contiguous() && b.is_contiguous(), "a and b must be contiguous (row-major)");
+    return nullptr;
 }
 
-// The product into an out that check_mm's operands and mm_out's checks have passed: the route's
-// kernel, or the vendor's.
-at::Tensor &mm_into(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
-    TORCH_CHECK(mm_routes().ready, "sgemm_ledgers.mm: not configured (call it through the sgemm_ledgers package)");
-    const SgemmKernelInfo *k = route(a, b, out);
+// The same, and what is wrong with out as the place of their product.
+const char *check_mm_out(const at::Tensor &a, const at::Tensor &b, const at::Tensor &out) {
+    const char *problem = check_mm_ab(a, b);
+    if (problem) return problem;
+    REQUIRE(out.scalar_type() == at::kFloat && out.device() == a.device() && out.is_contiguous() &&
+                out.dim() == 2 && out.size(0) == a.size(0) && out.size(1) == b.size(1),
+            "out must be a contiguous float32 M x N tensor on a's device");
+    REQUIRE(out.numel() == 0 || (!overlaps(out, a) && !overlaps(out, b)), "out must not share memory with a or b");
+    return nullptr;
+}
+
+// The product into an out that check_mm_out has passed: the route's kernel (`k`, left nullptr for
+// the vendor's) or the vendor's; nullptr when out was written, else what is wrong.
+const char *mm_body(const at::Tensor &a, const at::Tensor &b, at::Tensor &out, const SgemmKernelInfo *&k) {
+    REQUIRE(mm_routes().ready, "not configured (call it through the sgemm_ledgers package)");
+    k = route(a, b, out);
     if (!k) {
         const NoTf32 fp32;
         at::mm_out(out, a, b);
-        return out;
+        return nullptr;
     }
-    const char *problem = run(*k, a, b, out, 1.0, 0.0);
-    TORCH_CHECK(!problem, "sgemm_ledgers.mm (", k->symbol, "): ", problem);
-    return out;
+    return run(*k, a, b, out, 1.0, 0.0);
+}
+
+// The registered operator's refusal: a thrown error with the operands in it (the package's Python
+// checks come first, so these are a backstop).
+void refuse_if(const char *problem, const at::Tensor &a, const at::Tensor &b) {
+    TORCH_CHECK(!problem, "sgemm_ledgers.mm: ", problem, "; got a ", a.scalar_type(), " ", a.sizes(), " on ",
+                a.device(), ", b ", b.scalar_type(), " ", b.sizes(), " on ", b.device());
 }
 
 at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
-    check_mm(a, b);
-    TORCH_CHECK(out.scalar_type() == at::kFloat && out.device() == a.device() && out.is_contiguous() &&
-                    out.dim() == 2 && out.size(0) == a.size(0) && out.size(1) == b.size(1),
-                "sgemm_ledgers.mm: out must be a contiguous float32 ", a.size(0), " x ", b.size(1),
-                " tensor on ", a.device(), ", got ", out.scalar_type(), " ", out.sizes(), " on ", out.device());
-    TORCH_CHECK(out.numel() == 0 || (!overlaps(out, a) && !overlaps(out, b)),
-                "sgemm_ledgers.mm: out must not share memory with a or b");
-    return mm_into(a, b, out);
+    refuse_if(check_mm_out(a, b, out), a, b);
+    const SgemmKernelInfo *k = nullptr;
+    const char *problem = mm_body(a, b, out, k);
+    TORCH_CHECK(!problem, "sgemm_ledgers.mm", k ? " (" : "", k ? k->symbol : "", k ? ")" : "", ": ", problem);
+    return out;
 }
 
 at::Tensor mm(const at::Tensor &a, const at::Tensor &b) {
-    check_mm(a, b);
+    refuse_if(check_mm_ab(a, b), a, b);
     at::Tensor out = at::empty({a.size(0), b.size(1)}, a.options());
-    return mm_into(a, b, out);
+    return mm_out(a, b, out);
 }
 
 at::Tensor mm_meta(const at::Tensor &a, const at::Tensor &b) {
@@ -229,33 +238,13 @@ at::Tensor mm_meta(const at::Tensor &a, const at::Tensor &b) {
 at::Tensor &mm_out_meta(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) { return out; }
 
 // The eager entry of sgemm_ledgers.mm (the package calls it outside torch.compile's tracing): the
-// operator's checks, made without throwing, then its body; nullptr when out was written, else what
-// is wrong (a fixed description, nothing written). The same kernels as the operator, without the
-// dispatcher between the call and the launch.
-const char *check_mm_ab(const at::Tensor &a, const at::Tensor &b) {
-    REQUIRE(a.dim() == 2 && b.dim() == 2, "a and b must be 2-D");
-    REQUIRE(a.size(1) == b.size(0), "inner dimensions differ: a.size(1) must equal b.size(0)");
-    REQUIRE(a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat, "a and b must be float32");
-    REQUIRE(a.is_cuda() && b.is_cuda() && a.device() == b.device(), "a and b must be on one CUDA device");
-    REQUIRE(a.is_contiguous() && b.is_contiguous(), "a and b must be contiguous (row-major)");
-    return nullptr;
-}
-
+// operator's checks and body without the dispatcher between the call and the launch, and without
+// throwing; nullptr when out was written, else what is wrong (a fixed description, nothing written).
 const char *mm_eager(const at::Tensor &a, const at::Tensor &b, at::Tensor &out) {
-    REQUIRE(mm_routes().ready, "not configured (call it through the sgemm_ledgers package)");
-    const char *problem = check_mm_ab(a, b);
+    const char *problem = check_mm_out(a, b, out);
     if (problem) return problem;
-    REQUIRE(out.scalar_type() == at::kFloat && out.device() == a.device() && out.is_contiguous() &&
-                out.dim() == 2 && out.size(0) == a.size(0) && out.size(1) == b.size(1),
-            "out must be a contiguous float32 M x N tensor on a's device");
-    REQUIRE(out.numel() == 0 || (!overlaps(out, a) && !overlaps(out, b)), "out must not share memory with a or b");
-    const SgemmKernelInfo *k = route(a, b, out);
-    if (!k) {
-        const NoTf32 fp32;
-        at::mm_out(out, a, b);
-        return nullptr;
-    }
-    return run(*k, a, b, out, 1.0, 0.0);
+    const SgemmKernelInfo *k = nullptr;
+    return mm_body(a, b, out, k);
 }
 
 // Hands over the route table; returns None, or what is wrong with it (an unknown symbol).
