@@ -251,7 +251,10 @@ DECODE = [k for k in kernels.KERNELS if k.meant_for == "decode"]
                                    # 64-value stage, several row tiles, a tile shared by blocks
                                    (8, 18944, 3584), (16, 18944, 3584), (64, 18944, 3584),
                                    (9, 300, 516), (16, 2052, 1028), (31, 1000, 2004), (100, 520, 2000),
-                                   (48, 260, 36), (40, 18948, 3588)],
+                                   (48, 260, 36), (40, 18948, 3588),
+                                   # the streaming path's splits of K, 2 to 16 of them, summed by
+                                   # the block of a tile that finishes last
+                                   (1, 4096, 4096), (2, 2048, 4096), (1, 64, 65536), (4, 1024, 4096)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_decode_kernels_are_right_and_the_same_every_run(k, shape):
     """The decode rung and its twin on the decode shapes, on K that no split or chunk divides, on
@@ -360,12 +363,12 @@ def test_decode_rung_reports_a_workspace_it_cannot_allocate():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(1, 4096, 4100), (8, 1000, 36), (9, 300, 516), (16, 2052, 1028),
-                                   (40, 18948, 3588), (100, 520, 2000)],
+@pytest.mark.parametrize("shape", [(1, 4096, 4100), (1, 64, 65536), (8, 1000, 36), (9, 300, 516),
+                                   (16, 2052, 1028), (40, 18948, 3588), (100, 520, 2000)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_decode_rung_accumulates_into_c_with_beta(shape):
     """KD's epilogues with beta != 0 on both paths, on tiles stored whole and on tiles whose parts
-    of K are added by the block that finishes last."""
+    of K are added by the block that finishes last (up to 16 parts at 1 x 64 x 65536)."""
     import torch
 
     import cuda_kernels
