@@ -241,6 +241,58 @@ def test_the_declaration_lists_every_column_the_writer_writes(monkeypatch):
     assert wrong["status"] == "wrong" and "gpu_us" not in wrong and wrong["rel_err"] > 0.5
 
 
+class _HeldDevice:
+    """A stand-in for the device behind ``host_seconds``: synchronize does nothing, and an event
+    recorded after a hold is still pending unless ``released`` says the hold ended early."""
+
+    released = False
+
+    def __init__(self, monkeypatch):
+        import torch
+
+        from study.measure import bench
+
+        device = self
+        monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+        monkeypatch.setattr(bench, "hold_gpu", lambda seconds: None)
+
+        class Event:
+            def record(self):
+                pass
+
+            def query(self):
+                return device.released
+
+        monkeypatch.setattr(torch.cuda, "Event", Event)
+
+
+def test_host_cost_is_the_median_batch(monkeypatch):
+    # 10 probe calls, then 5 batches of 40 calls; every call costs 1 ms of a fake clock, and one
+    # batch (the third) has a pause of 400 ms inside it: that batch reads 11 ms a call, the
+    # median batch 1 ms, which is the figure
+    _HeldDevice(monkeypatch)
+    clock = {"t": 0.0, "calls": 0}
+    monkeypatch.setattr(panel.time, "perf_counter", lambda: clock["t"])
+
+    def call():
+        clock["calls"] += 1
+        clock["t"] += 1e-3
+        if clock["calls"] == panel.HOST_PROBE + 2 * 40 + 20:
+            clock["t"] += 0.4
+
+    assert panel.CALLS // panel.HOST_BATCHES == 40
+    assert panel.host_seconds(call) == pytest.approx(1e-3)
+    assert clock["calls"] == panel.HOST_PROBE + panel.CALLS
+
+
+def test_host_cost_is_none_where_the_hold_ends_too_soon(monkeypatch):
+    _HeldDevice(monkeypatch).released = True
+    calls = []
+    assert panel.host_seconds(lambda: calls.append(1)) is None
+    # the probe, then the first batch tried HOLD_TRIES times
+    assert len(calls) == panel.HOST_PROBE + panel.HOLD_TRIES * panel.CALLS // panel.HOST_BATCHES
+
+
 def test_the_panel_is_written_once():
     assert [p.name for p in panel.PANEL] == list(panel.BY_NAME)
     assert len(panel.PANEL) == 11 and panel.MS == (1, 2, 4, 8, 16, 32, 64)

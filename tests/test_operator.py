@@ -172,7 +172,6 @@ def test_host_cost_per_call_is_at_most_12_us(M, N, K):
     out = torch.empty(M, N, device="cuda")
     for _ in range(20):
         sgemm_ledgers.mm(a, b, out=out)
-    # the panel's host cost (host_us), five times
-    costs = [host_seconds(lambda: sgemm_ledgers.mm(a, b, out=out)) for _ in range(5)]
-    assert None not in costs, costs
-    assert sorted(costs)[2] * 1e6 <= 12.0, costs
+    # the panel's host cost (host_us)
+    cost = host_seconds(lambda: sgemm_ledgers.mm(a, b, out=out))
+    assert cost is not None and cost * 1e6 <= 12.0, cost

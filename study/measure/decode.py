@@ -15,10 +15,12 @@ no time. Then, per kernel (``docs/method.md#decode-panel``):
 - ``gpu_us`` (with ``p20_us``, ``p80_us``, ``reps``): the median CUDA-event time of one call,
   ``bench.time_cuda`` with the L2 flushed before every repetition (``bench.L2Flush``), about
   ``TARGET_S`` of repetitions;
-- ``host_us``: the host's cost of one call, the wall time (``time.perf_counter``) of ``CALLS``
-  calls enqueued while the device is held busy (``bench.hold_gpu``), over ``CALLS``: no call waits
-  for the device. Empty where the device was not held until the last call returned (the hold is
-  lengthened and tried again ``HOLD_TRIES`` times first);
+- ``host_us``: the host's cost of one call, the median over ``HOST_BATCHES`` batches of the wall
+  time (``time.perf_counter``) of ``CALLS`` / ``HOST_BATCHES`` calls enqueued while the device is
+  held busy (``bench.hold_gpu``), over those calls: no call waits for the device, and a pause of
+  the host inside one batch moves one batch, not the figure. Empty where the device was not held
+  until a batch's last call returned (the hold is lengthened and tried again ``HOLD_TRIES`` times
+  first);
 - ``e2e_us``: the end-to-end time of one call with the host in it, the wall time of ``CALLS``
   back-to-back calls on the same operands, synchronised once at the end, after ``E2E_WARMUP``
   calls, over ``CALLS``; no flush between them.
@@ -75,8 +77,9 @@ MS = (1, 2, 4, 8, 16, 32, 64)
 KERNELS = ("KD", "TD", "TA", "K0", "K0L", DECODE_OPERATOR)
 TARGET_S = 0.04  # timed seconds per (kernel, point): the whole panel in a few minutes
 CALLS = 200  # calls behind host_us and e2e_us
+HOST_BATCHES = 5  # host_us: the median of this many batches of CALLS / HOST_BATCHES calls
 E2E_WARMUP = 10
-HOST_PROBE = 10  # calls timed on the host first, to size the hold behind the CALLS
+HOST_PROBE = 10  # calls timed on the host first, to size the hold behind a batch
 HOLD_TRIES = 3
 PROBE_SHAPE = (1, 256, 256)  # a first launch of each kernel: one that cannot run here says so once
 COLUMNS = [*tables.T.decode.columns]  # declared in study.rundata.tables
@@ -223,32 +226,41 @@ def launchers(kernels: list[str]) -> dict:
 
 
 def host_seconds(call) -> float | None:
-    """Wall seconds per call of ``CALLS`` calls enqueued behind a hold of the device; None where the
-    hold ended before the last call returned, ``HOLD_TRIES`` times."""
+    """Wall seconds per call: the median over ``HOST_BATCHES`` batches of ``CALLS`` / ``HOST_BATCHES``
+    calls, each batch enqueued behind a hold of the device; None where a hold ended before its
+    batch's last call returned, ``HOLD_TRIES`` times."""
+    import statistics
+
     import torch
 
     from study.measure import bench
 
+    calls = CALLS // HOST_BATCHES
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(HOST_PROBE):
         call()
-    hold = bench.HOLD_MARGIN * CALLS * (time.perf_counter() - t0) / HOST_PROBE
+    hold = bench.HOLD_MARGIN * calls * (time.perf_counter() - t0) / HOST_PROBE
     torch.cuda.synchronize()
-    for _ in range(HOLD_TRIES):
-        bench.hold_gpu(hold)
-        held = torch.cuda.Event()
-        held.record()
-        t0 = time.perf_counter()
-        for _ in range(CALLS):
-            call()
-        spent = time.perf_counter() - t0
-        still_held = not held.query()
-        torch.cuda.synchronize()
-        if still_held:
-            return spent / CALLS
-        hold *= 4
-    return None
+    per_call = []
+    for _ in range(HOST_BATCHES):
+        for _ in range(HOLD_TRIES):
+            bench.hold_gpu(hold)
+            held = torch.cuda.Event()
+            held.record()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                call()
+            spent = time.perf_counter() - t0
+            still_held = not held.query()
+            torch.cuda.synchronize()
+            if still_held:
+                per_call.append(spent / calls)
+                break
+            hold *= 4
+        else:
+            return None
+    return statistics.median(per_call)
 
 
 def e2e_seconds(call) -> float:
