@@ -49,6 +49,21 @@ int sgemm_register_kernel(const SgemmKernelInfo &info);
 
 static inline int sgemm_cdiv(int a, int b) { return (a + b - 1) / b; }
 
+// Lets `kernel` take `bytes` of dynamic shared memory on the current device: past the default
+// 48 KiB a kernel must opt in, with a function attribute that lasts as long as the device's
+// context. `allowed` is the calling launcher's record of what each device allows already, so the
+// driver call is made once per device rather than on every launch, where it is a host cost of its
+// own (a failed call is not recorded: the launch then fails and says why).
+static inline void sgemm_allow_smem(const void *kernel, int bytes, int (&allowed)[64]) {
+    if (bytes <= 48 * 1024) return;
+    int dev = 0;
+    cudaGetDevice(&dev);
+    int &done = allowed[dev % 64];
+    if (done < bytes &&
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess)
+        done = bytes;
+}
+
 #ifdef __CUDACC__
 // Epilogue for one output: with beta == 0 the old C is never read (BLAS rule; it may
 // hold NaN).

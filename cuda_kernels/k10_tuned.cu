@@ -206,8 +206,8 @@ extern "C" __global__ void __launch_bounds__(K10_THREADS, 1) k10_tuned(SGEMM_KER
 void launch_k10_tuned(int M, int N, int K, float alpha, const float *A, const float *B,
                       float beta, float *C, cudaStream_t stream) {
     const size_t smem = K10_SMEM_BYTES;
-    if (smem > 48 * 1024)  // over the default dynamic limit: opt in (a per-device attribute)
-        cudaFuncSetAttribute(k10_tuned, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    static int allowed[64];
+    sgemm_allow_smem((const void *)k10_tuned, (int)smem, allowed);
     const dim3 block(K10_THREADS);
     const dim3 grid(sgemm_cdiv(N, K10_BN), sgemm_cdiv(M, K10_BM));
     k10_tuned<<<grid, block, smem, stream>>>(M, N, K, alpha, A, B, beta, C);

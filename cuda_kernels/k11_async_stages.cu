@@ -227,8 +227,8 @@ extern "C" __global__ void __launch_bounds__(K11_THREADS, 1) k11_async_stages(SG
 void launch_k11_async_stages(int M, int N, int K, float alpha, const float *A, const float *B,
                              float beta, float *C, cudaStream_t stream) {
     const size_t smem = K11_SMEM_BYTES;
-    if (smem > 48 * 1024)  // over the default dynamic limit: opt in (a per-device attribute)
-        cudaFuncSetAttribute(k11_async_stages, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    static int allowed[64];
+    sgemm_allow_smem((const void *)k11_async_stages, (int)smem, allowed);
     const dim3 block(K11_THREADS);
     const dim3 grid(sgemm_cdiv(N, K11_BN), sgemm_cdiv(M, K11_BM));
     k11_async_stages<<<grid, block, smem, stream>>>(M, N, K, alpha, A, B, beta, C);

@@ -304,8 +304,8 @@ extern "C" __global__ void __launch_bounds__(K12_THREADS, 1) k12_lean_issue(SGEM
 void launch_k12_lean_issue(int M, int N, int K, float alpha, const float *A, const float *B,
                            float beta, float *C, cudaStream_t stream) {
     const size_t smem = K12_SMEM_BYTES;
-    if (smem > 48 * 1024)  // over the default dynamic limit: opt in (a per-device attribute)
-        cudaFuncSetAttribute(k12_lean_issue, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    static int allowed[64];
+    sgemm_allow_smem((const void *)k12_lean_issue, (int)smem, allowed);
     const dim3 block(K12_THREADS);
     const dim3 grid(sgemm_cdiv(N, K12_BN), sgemm_cdiv(M, K12_BM));
     k12_lean_issue<<<grid, block, smem, stream>>>(M, N, K, alpha, A, B, beta, C);

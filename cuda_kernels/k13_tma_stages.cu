@@ -233,7 +233,8 @@ void launch_k13_tma_stages(int M, int N, int K, float alpha, const float *A, con
     const TmaEncode encode = tma_encoder();
     CUtensorMap map_a, map_b;
     const size_t smem = K13_SMEM_BYTES;
-    cudaFuncSetAttribute(k13_tma_stages, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    static int allowed[64];
+    sgemm_allow_smem((const void *)k13_tma_stages, (int)smem, allowed);
     const dim3 block(K13_THREADS);
     const dim3 grid(sgemm_cdiv(N, K13_BN), sgemm_cdiv(M, K13_BM));
     if (!encode || !tma_map(encode, &map_a, A, M, K, K13_BM, K13_AS_LD) ||

@@ -270,7 +270,8 @@ void launch_k14_warp_specialised(int M, int N, int K, float alpha, const float *
     const TmaEncode encode = tma_encoder();
     CUtensorMap map_a, map_b;
     const size_t smem = K14_SMEM_BYTES;
-    cudaFuncSetAttribute(k14_warp_specialised, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    static int allowed[64];
+    sgemm_allow_smem((const void *)k14_warp_specialised, (int)smem, allowed);
     const dim3 block(K14_THREADS);
     const dim3 grid(sgemm_cdiv(N, K14_BN), sgemm_cdiv(M, K14_BM));
     if (!encode || !tma_map(encode, &map_a, A, M, K, K14_BM, K14_AS_LD) ||
