@@ -33,9 +33,9 @@ import torch
 
 _F32 = torch.float32
 
-# The decode rung up to this M: in the decode panel (``python -m study.decode``) the tiled path is
-# within a few per cent of the best vendor kernel at M = 64 and ahead of it below
-# (docs/notes/kd.md, "The panel")
+# The decode rung up to this M: in the decode panel (``python -m study.decode``) it is ahead of the
+# best vendor kernel below M = 64 but at one shape, and at M = 64 ahead on most shapes and behind on
+# a few (docs/notes/kd.md, the panel and the committed runs)
 KD_MAX_M = 64
 # The top rung and how many of its tiles it needs per SM: K12 passes cuBLAS at 4096^3, 8192^3 and
 # prefill (512, 2048, 1184 tiles on 132 SMs) and falls behind at 2048^3 (128 tiles, under one wave)
