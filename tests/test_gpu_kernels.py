@@ -227,7 +227,8 @@ for extent in (top + 1, top):
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", [p for k in CUDA for p in k.paths], ids=lambda p: p.symbol)
 def test_cuda_grid_y_limit_is_refused_before_launch(path):
-    """One past what gridDim.y can cover is refused by name; the limit itself computes right."""
+    """One past what gridDim.y can cover is refused by name; the limit itself computes right. A
+    persistent kernel's grid is one-dimensional: it computes both right."""
     import torch
 
     if not path.runs_on(".".join(map(str, torch.cuda.get_device_capability()))):
@@ -235,8 +236,35 @@ def test_cuda_grid_y_limit_is_refused_before_launch(path):
     reg = next(r for r in kernels.get(path.id).registrations if r.symbol == path.symbol)
     dim = "N" if reg.y_walks_n else "M"  # K1's grid walks rows along x, columns along y
     over, at = run_child(GRID_PROBE, path.id, path.symbol)
-    assert over.startswith("refused") and f"{dim} exceeds what gridDim.y covers" in over, over
+    if reg.persistent:
+        assert over == "ok", over
+    else:
+        assert over.startswith("refused") and f"{dim} exceeds what gridDim.y covers" in over, over
     assert at == "ok", at
+
+
+PERSISTENT = [k for k in CUDA if any(r.persistent for r in k.registrations)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", PERSISTENT, ids=lambda k: k.id)
+@pytest.mark.parametrize("shape", [
+    # tiles that divide evenly among 132 SMs (every tile whole), fewer tiles than SMs (every tile
+    # cut), 3.88 waves (two whole, the rest cut), ragged edges in M, N and K, K of one phase, and a
+    # tile cut into many parts (few tiles, long K)
+    (128 * 12, 256 * 11, 256), (2048, 2048, 2048), (4096, 4096, 4096), (4100, 4100, 4100),
+    (1000, 1004, 1004), (3000, 5000, 12), (256, 512, 65536), (200, 300, 36)],
+    ids=lambda s: "x".join(map(str, s)))
+def test_persistent_kernels_are_right_and_the_same_every_run(k, shape):
+    """A persistent kernel (K15: whole tiles, then parts of K summed by the last block of each cut
+    tile) against float64 with a NaN-poisoned output, and bit for bit the same on a second and a
+    third launch (the parts are summed in the order of K, never by atomics); a run of KD between
+    them, which shares the workspace, changes nothing."""
+    def kd():
+        x, y = bench.random_inputs(40, 18948, 3588, seed=1)
+        kernels.get("KD").launcher(x, y, bench.poisoned(40, 18948))
+
+    same_three_times(k, shape, between=kd)
 
 
 DECODE = [k for k in kernels.KERNELS if k.meant_for == "decode"]
@@ -261,16 +289,26 @@ def test_decode_kernels_are_right_and_the_same_every_run(k, shape):
     every row-tile size and both of KD's paths: against float64 (NaN-poisoned output), and bit for
     bit the same on a second and a third launch (the splits of K are summed in a fixed order,
     never by atomics)."""
+
+    same_three_times(k, shape)
+
+
+def same_three_times(k, shape, between=None):
+    """``k`` launched three times at ``shape`` on one pair of random operands (``between()`` after
+    the second launch): right against float64 with a NaN-poisoned output, and the same bits each
+    time."""
     import torch
 
     M, N, K = shape
     a, b = bench.random_inputs(M, N, K, seed=M + N + K)
     outs = []
-    for _ in range(3):
+    for i in range(3):
         out = bench.poisoned(M, N)
         k.launcher(a, b, out)
         torch.cuda.synchronize()
         outs.append(out)
+        if i == 1 and between:
+            between()
     assert bench.relative_error(outs[0], a.double() @ b.double()) <= bench.TOLERANCE
     assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
 

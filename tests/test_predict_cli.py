@@ -107,6 +107,24 @@ def test_a_registered_kernel_is_predicted_from_its_registration(tmp_path):
 
 
 @needs_tools
+def test_a_persistent_kernel_is_one_wave_of_a_block_per_sm():
+    """K15 (SGEMM_PERSISTENT): at 4096^3 its 512 tiles of 128 x 256 x 256 phases are shared by one
+    block per SM, so one wave of 132 blocks each runs 512 * 256 / 132 phases (3.88 tiles), where
+    K12, the same loop a block per tile, runs 4 waves of 256."""
+    n = 4096
+    gpu = json.loads((ROOT / "reports" / "data" / "gpu.json").read_text())
+    rows = {}
+    for kid in ("K12", "K15"):
+        p = run("--kernel", kid, "--shape", f"{n},{n},{n}", "--json")
+        assert p.returncode == 0, p.stderr
+        rows[kid] = json.loads(p.stdout)
+    k12, k15 = rows["K12"], rows["K15"]
+    assert (k12["grid"], k12["waves"], k12["trips"]) == ([16, 32, 1], 4, pytest.approx(256))
+    assert k15["grid"] == [gpu["sms"], 1, 1] and k15["waves"] == 1 and k15["blocks_per_sm"] == 1
+    assert k15["loop_ffma"] == 2048 and k15["trips"] == pytest.approx(512 * 256 / gpu["sms"])
+
+
+@needs_tools
 def test_a_tiled_triton_kernel_is_predicted_from_its_tile():
     """G12: one program per 128 x 256 tile of C, compiled here (Triton's AOT) as the SASS table
     compiles it: 512 programs at 4096^3, each doing 4096^3 / 512 / 256 threads FFMAs."""

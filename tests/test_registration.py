@@ -28,8 +28,10 @@ REGISTER = re.compile(r"^\s*SGEMM_REGISTER\s*\(", re.M)
 
 def defines_kernel(code: str, symbol: str) -> bool:
     """Whether C++ ``code`` (comments out) defines ``extern "C" __global__ void symbol(``, written
-    out or through a macro the file defines and then calls with the symbol as its first argument."""
-    direct = rf'extern\s+"C"\s+__global__\s+void\s+(__launch_bounds__\([^)]*\)\s+)?{symbol}\s*\('
+    out (its launch bounds written out, or an object-like macro's: K12_BOUNDS) or through a macro
+    the file defines and then calls with the symbol as its first argument."""
+    bounds = r"(?:__launch_bounds__\([^)]*\)\s+|[A-Z][A-Z0-9_]*_BOUNDS\s+)?"
+    direct = rf'extern\s+"C"\s+__global__\s+void\s+{bounds}{symbol}\s*\('
     if re.search(direct, code):
         return True
     macro = r"#\s*define\s+(\w+)\s*\([^)]*\)[^\n]*(?:\\\n[^\n]*)*extern\s+\"C\"\s+__global__"

@@ -192,6 +192,16 @@ KERNELS: tuple[Kernel, ...] = (
         notes="meant for sm_90a (setmaxnreg), as the extension and the SASS tables build it; built for plain "
         "sm_90 its consumers spill under the 168-register cap of 384 threads",
     ),
+    Kernel(
+        "K15", "cuda", "K12's tile on a persistent grid: whole waves of tiles one per block, the rest cut into "
+        "phases of K shared evenly by all SMs (Stream-K), parts summed in K's order; B copied 16 bytes at a time",
+        source="cuda_kernels/k15_stream_k.cu",
+        # K12's tile: per phase (BK = 16) 8 four-byte copies of A (transposed) and 4 sixteen-byte
+        # copies of B per thread; per k-step 4 + 2 LDS.128 for 128 FMAs
+        counted=Counted(lds_dist=2, lds_bcast=4, fma_per_k=128, ldg_per_phase=12, elems_per_phase=24,
+                        fma_per_phase=2048, outputs=128, phase_k=16, lds_bits=128, ldg_bits=32,
+                        ldg_bits_b=128),
+    ),
     # Beside the ladder: a rung for one family of shapes (``meant_for``).
     Kernel(
         "KD", "cuda", "decode rung: for M up to 8 a streaming GEMV reads B once with 128-bit loads (rows "

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 REGISTER_MACRO = "SGEMM_REGISTER"
-FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90")  # the bits, #defined in common.cuh
+FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90", "SGEMM_PERSISTENT")  # the bits, #defined in common.cuh
 
 # comments out, string and character literals kept (a "//" inside a string is no comment)
 _LEXEMES = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
@@ -209,7 +209,7 @@ class Registration:
     bits: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def has(self, flag: str) -> bool:
-        """Whether FLAGS holds ``flag`` ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90")."""
+        """Whether FLAGS holds ``flag`` (one of :data:`FLAG_NAMES`)."""
         return bool(self.flags & self.bits[flag])
 
     @property
@@ -232,6 +232,11 @@ class Registration:
     @property
     def y_walks_n(self) -> bool:
         return self.has("SGEMM_Y_WALKS_N")
+
+    @property
+    def persistent(self) -> bool:
+        """A grid of about one block per SM that walks the tiles, not a block per BM x BN tile."""
+        return self.has("SGEMM_PERSISTENT")
 
     @property
     def target(self) -> str:

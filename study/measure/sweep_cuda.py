@@ -36,14 +36,18 @@ from study.measure.sweep import SweepBench, ranked
 from study.rundata import rundir
 from study.rundata.rundir import RunDir
 
-PARAMS = ("BM", "BN", "BK", "TM", "TN", "WARPS_M", "WARPS_N", "STAGES", "COPY_STEPS")
+PARAMS = ("BM", "BN", "BK", "TM", "TN", "WARPS_M", "WARPS_N", "STAGES", "COPY_STEPS", "B_VEC", "MAXNREG")
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256))
 THREAD_TILES = ((16, 8), (8, 16), (8, 8))  # TM x TN outputs per thread
 WARP_GRIDS = ((4, 2), (2, 4), (2, 2), (4, 1), (1, 4), (8, 1), (1, 8))  # warps down x across
 BKS = (8, 16)
 STAGES = (2, 3, 4)
 COPY_STEPS = (1, 2, 4)  # k-steps of a phase that issue its asynchronous copies (K12)
-OPTIONAL = {"STAGES": STAGES, "COPY_STEPS": COPY_STEPS}  # searched where the .cu leaves them open
+B_VEC = (1, 4)  # floats of B one copy moves (K12's tile)
+MAXNREG = (0, 224, 232, 240, 248)  # registers a thread may use (0: what one block an SM allows)
+# searched where the .cu leaves them open; those of EXPLICIT only where --only names them
+OPTIONAL = {"STAGES": STAGES, "COPY_STEPS": COPY_STEPS, "B_VEC": B_VEC, "MAXNREG": MAXNREG}
+EXPLICIT = ("B_VEC", "MAXNREG")
 THREADS = (128, 256)
 CHECK_SHAPE = (67, 132, 100)  # odd M, partial tiles everywhere; N, K multiples of 4
 COLUMNS = ["round", "kernel", *PARAMS, "threads", "smem", "status", "regs", "spills", "ms",
@@ -51,20 +55,37 @@ COLUMNS = ["round", "kernel", *PARAMS, "threads", "smem", "status", "regs", "spi
            "K", "gpu", "commit", "timestamp"]
 
 
+# a persistent kernel's two arguments after SGEMM's: the workspace of parts and the tickets
+_WORKSPACE = r"\s*,\s*float\s*\*\s*(?:__restrict__\s*)?\w+\s*,\s*unsigned\s*\*\s*(?:__restrict__\s*)?\w+"
+
+
+def prefix(kernel) -> str:
+    """The prefix of the kernel's parameters: ``<ID>`` of ``#ifndef <ID>_BM`` in its ``.cu`` or a
+    header it includes (a kernel that runs another's tile takes that one's: K15 K12's)."""
+    text = source_text(kernel.source)
+    if re.search(rf"^\s*#\s*ifndef\s+{kernel.id}_BM\b", text, re.M):
+        return kernel.id
+    found = re.findall(r"^\s*#\s*ifndef\s+(\w+)_BM\b", text, re.M)
+    return found[0] if len(set(found)) == 1 else kernel.id
+
+
 def parameters(kernel) -> list[str]:
-    """The PARAMS the kernel's ``.cu`` leaves overridable (``#ifndef <ID>_<PARAM>``)."""
+    """The PARAMS the kernel's ``.cu`` leaves overridable (``#ifndef <prefix>_<PARAM>``)."""
     if kernel.impl != "cuda" or not kernel.source:
         raise InputError(f"{kernel.id} is not a CUDA kernel with a .cu: nothing to sweep")
     text = source_text(kernel.source)
-    if not re.search(rf"\b{re.escape(kernel.symbol)}\s*\(\s*SGEMM_KERNEL_PARAMS\s*\)", text):
+    extra = _WORKSPACE if kernel.registration.persistent else ""
+    if not re.search(rf"\b{re.escape(kernel.symbol)}\s*\(\s*SGEMM_KERNEL_PARAMS{extra}\s*\)", text):
         raise InputError(f"{kernel.id}: its kernel {kernel.symbol} takes more than SGEMM_KERNEL_PARAMS "
-                         "(the sweep launches a cubin with the 8 SGEMM arguments only)")
-    found = set(re.findall(rf"^\s*#\s*ifndef\s+{kernel.id}_(\w+)", text, re.M))
+                         "(the sweep launches a cubin with the 8 SGEMM arguments only, and a persistent "
+                         "kernel's workspace and tickets)")
+    pre = prefix(kernel)
+    found = set(re.findall(rf"^\s*#\s*ifndef\s+{pre}_(\w+)", text, re.M))
     names = [p for p in PARAMS if p in found]
     missing = [p for p in PARAMS[:7] if p not in found]
     if missing:
         raise InputError(f"{kernel.id}: its .cu does not leave {', '.join(missing)} overridable "
-                         f"(#ifndef {kernel.id}_{missing[0]}); the sweep needs {', '.join(PARAMS[:7])}")
+                         f"(#ifndef {pre}_{missing[0]}); the sweep needs {', '.join(PARAMS[:7])}")
     return names
 
 
@@ -94,29 +115,42 @@ def lane_map_ok(bm: int, bn: int, tm: int, tn: int, warps_m: int, warps_n: int) 
 
 def defines(kernel, values: dict) -> dict:
     """``-D`` overrides of ``values`` (PARAM -> int) for ``kernel``'s ``.cu``."""
-    d = {f"{kernel.id}_{p}": v for p, v in values.items()}
+    pre = prefix(kernel)
+    d = {f"{pre}_{p}": v for p, v in values.items()}
     text = source_text(kernel.source)
-    if re.search(rf"^\s*#\s*ifndef\s+{kernel.id}_THREADS\b", text, re.M):  # K10 states it apart
-        d[f"{kernel.id}_THREADS"] = 32 * values["WARPS_M"] * values["WARPS_N"]
+    if re.search(rf"^\s*#\s*ifndef\s+{pre}_THREADS\b", text, re.M):  # K10 states it apart
+        d[f"{pre}_THREADS"] = 32 * values["WARPS_M"] * values["WARPS_N"]
     return d
 
 
 def smem_bytes(kernel, values: dict) -> int:
     """The dynamic shared memory the variant launches with: the file's ``<ID>_SMEM_BYTES``."""
-    return define_value(kernel.source, f"{kernel.id}_SMEM_BYTES", defines(kernel, values))
+    return define_value(kernel.source, f"{prefix(kernel)}_SMEM_BYTES", defines(kernel, values))
 
 
-def space(kernel, smem_limit: int | None = None) -> list[dict]:
-    """Variants to try (PARAM -> value), the file's defaults first."""
+def space(kernel, smem_limit: int | None = None, only: tuple[str, ...] | None = None) -> list[dict]:
+    """Variants to try (PARAM -> value), the file's defaults first; ``only``: vary just these
+    parameters (the tile as one, "TILE": BM, BN, TM, TN and the warp grid), the rest at the
+    file's defaults."""
     if smem_limit is None:
         smem_limit = arch.of_device().smem_per_block
     names = parameters(kernel)
-    default = {p: define_value(kernel.source, f"{kernel.id}_{p}") for p in names}
+    pre = prefix(kernel)
+    default = {p: define_value(kernel.source, f"{pre}_{p}") for p in names}
+    if only is not None:
+        unknown = [p for p in only if p != "TILE" and p not in names]
+        if unknown:
+            raise InputError(f"--only {','.join(only)}: {kernel.id} leaves no {unknown[0]} to vary "
+                             f"(it has TILE, {', '.join(names)})")
     out = [default]
     optional = [p for p in OPTIONAL if p in names]
-    grid = itertools.product(TILES, THREAD_TILES, WARP_GRIDS, BKS,
-                             itertools.product(*(OPTIONAL[p] for p in optional)))
-    for (bm, bn), (tm, tn), (wy, wx), bk, extra in grid:
+    keep = (lambda p: p in only) if only is not None else (lambda p: p not in EXPLICIT)
+    d = default
+    tiles = [(t, tt, wg) for t in TILES for tt in THREAD_TILES for wg in WARP_GRIDS] if keep("TILE") else [
+        ((d["BM"], d["BN"]), (d["TM"], d["TN"]), (d["WARPS_M"], d["WARPS_N"]))]
+    grid = itertools.product(tiles, BKS if keep("BK") else (d["BK"],),
+                             itertools.product(*(OPTIONAL[p] if keep(p) else (d[p],) for p in optional)))
+    for ((bm, bn), (tm, tn), (wy, wx)), bk, extra in grid:
         if 32 * wy * wx not in THREADS or not lane_map_ok(bm, bn, tm, tn, wy, wx):
             continue
         v = dict(BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, WARPS_M=wy, WARPS_N=wx, **dict(zip(optional, extra)))
@@ -165,7 +199,9 @@ class Cubin:
             self.lib.cuGetErrorString(code, ctypes.byref(text))
             raise RuntimeError(f"CUDA driver, {what}: {(text.value or b'error').decode()} ({code})")
 
-    def launcher(self, a, b, c, grid: tuple[int, int], threads: int, smem: int):
+    def launcher(self, a, b, c, grid: tuple[int, int], threads: int, smem: int, workspace=()):
+        """``workspace``: the tensors a persistent kernel takes after SGEMM's arguments (its parts'
+        slots and its tickets)."""
         import torch
 
         if smem > 48 * 1024:
@@ -174,11 +210,11 @@ class Cubin:
         N = b.shape[1]
         args = [ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), ctypes.c_float(1.0),
                 ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr()), ctypes.c_float(0.0),
-                ctypes.c_void_p(c.data_ptr())]
+                ctypes.c_void_p(c.data_ptr())] + [ctypes.c_void_p(w.data_ptr()) for w in workspace]
         params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in args])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
-        def launch(_args=args, _params=params):
+        def launch(_args=args, _params=params, _held=tuple(workspace)):
             self._check(self.lib.cuLaunchKernel(self.fn, grid[0], grid[1], 1, threads, 1, 1, smem,
                                                 stream, _params, None), "launch")
 
@@ -202,14 +238,27 @@ class Sweep(SweepBench):
     def time_cublas(self, target_s: float | None = None) -> float:
         return super().time_cublas(target_s, kernel=registry.BASELINE.id)
 
+    def _launch(self, cubin: Cubin, reg, smem: int, a, b, c):
+        """The variant's launch on these operands: a block per tile, or for a persistent kernel a
+        block per SM with a workspace of two slots a block and a zeroed ticket a tile."""
+        import torch
+
+        M, N = a.shape[0], b.shape[1]
+        tiles = (-(-N // reg.bn), -(-M // reg.bm))
+        if not reg.persistent:
+            return cubin.launcher(a, b, c, tiles, reg.threads, smem)
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+        ws = torch.empty(2 * sms * reg.bm * reg.bn, device=a.device)
+        tickets = torch.zeros(tiles[0] * tiles[1], dtype=torch.int32, device=a.device)
+        return cubin.launcher(a, b, c, (sms, 1), reg.threads, smem, workspace=(ws, tickets))
+
     def _error(self, cubin: Cubin, reg, smem: int, a, b, ref) -> float:
         import torch
 
         from study.measure import bench
 
         c = bench.poisoned(a.shape[0], b.shape[1])
-        grid = (-(-b.shape[1] // reg.bn), -(-a.shape[0] // reg.bm))
-        cubin.launcher(a, b, c, grid, reg.threads, smem)()
+        self._launch(cubin, reg, smem, a, b, c)()
         torch.cuda.synchronize()
         return bench.relative_error(c, ref)
 
@@ -235,10 +284,7 @@ class Sweep(SweepBench):
             if not err <= bench.TOLERANCE:
                 row["status"] = "wrong result"
             else:
-                M, N, _ = self.shape
-                launch = cubin.launcher(self.a, self.b, self.c, (-(-N // reg.bn), -(-M // reg.bm)),
-                                        reg.threads, smem)
-                self.timed(row, launch, target_s)
+                self.timed(row, self._launch(cubin, reg, smem, self.a, self.b, self.c), target_s)
         except Exception as e:  # a variant that fails to load or launch is a row, not the end
             row["status"] = f"launch error: {first_line(e)[:160]}"
         finally:
@@ -248,11 +294,12 @@ class Sweep(SweepBench):
         return row
 
 
-def run(kernel, shape, out: Path, jobs: int, budget_s: float, target_s: float, top: int) -> int:
+def run(kernel, shape, out: Path, jobs: int, budget_s: float, target_s: float, top: int,
+        only: tuple[str, ...] | None = None) -> int:
     t0 = time.monotonic()
     deadline = t0 + budget_s
     sm = arch.of_device().sm
-    variants = space(kernel)
+    variants = space(kernel, only=only)
     say(f"{kernel.id}: {len(variants)} variants of {', '.join(parameters(kernel))} at {shape}")
     compiled: dict[int, tuple] = {}
     with cf.ThreadPoolExecutor(max_workers=jobs) as pool:  # nvcc runs in its own processes
@@ -298,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=300.0, help="start no new work after this many seconds")
     p.add_argument("--target-s", type=float, default=0.1, help="timed seconds per variant")
     p.add_argument("--top", type=int, default=6, help="fastest variants re-timed in round 2")
+    p.add_argument("--only", help="vary just these parameters, comma-separated (TILE for the block "
+                   "and thread tiles and the warp grid; B_VEC and MAXNREG are varied only when named)")
 
     def body() -> int:
         args = p.parse_args(argv)
@@ -312,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
             raise InputError(err)
         cli.check_sweep_flags(args)
         out = cli.sweep_dir(args.out)
-        return run(kernel, shape, out, args.jobs, args.budget_s, args.target_s, args.top)
+        only = tuple(p.strip() for p in args.only.split(",") if p.strip()) if args.only else None
+        if only is not None:
+            space(kernel, smem_limit=1 << 30, only=only)  # names it cannot vary: refused before any work
+        return run(kernel, shape, out, args.jobs, args.budget_s, args.target_s, args.top, only)
 
     return cli.main(body)
 

@@ -8,7 +8,8 @@ at the GPU's clock; DRAM as a floor.
   its whole loop) over the FFMAs one pass of the loop does for the whole grid (every block's
   threads that own outputs, each doing the loop's FFMAs).
 * Waves: the grid's blocks over the blocks the SMs hold at once, rounded up (the last wave runs
-  as long as a full one).
+  as long as a full one); a persistent grid is one wave of as many blocks as the SMs hold, each
+  running an even share of the trips.
 * DRAM floor: A, B and C moved once at the run's measured read bandwidth.
 
 What is not modelled yet is said with the result (``missing``): the code before and after the
@@ -35,6 +36,9 @@ class Launch:
     registers: int  # per thread
     compute_threads: int | None = None  # threads that own outputs, where fewer than ``threads``
     tile: tuple[int, int] | None = None  # rows and columns of C a block computes, where known
+    # the grid is as many blocks as the SMs hold at once, sharing the tiles' loop trips evenly
+    # (SGEMM_PERSISTENT), not ``grid``
+    persistent: bool = False
 
     def padded(self, M: int, N: int) -> tuple[int, int]:
         """The rows and columns of C the grid's tiles cover (M, N where the tile is not known): a
@@ -64,7 +68,8 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     if occ["blocks"] < 1:
         raise ValueError(f"a block of {launch.threads} threads, {launch.registers} registers and "
                          f"{launch.smem} B of shared memory cannot reside on an SM of {arch}")
-    per_sm = min(occ["blocks"], max(1, math.ceil(launch.blocks / gpu.sms)))
+    blocks = occ["blocks"] * gpu.sms if launch.persistent else launch.blocks
+    per_sm = min(occ["blocks"], max(1, math.ceil(blocks / gpu.sms)))
     owners = launch.compute_threads or launch.threads
     # the warps that run the main loop: a warp-specialised kernel's producer warps run other code
     warps = -(-owners // 32)
@@ -76,8 +81,8 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         if loops is not None:
             loops[key] = loop
     Mp, Np = launch.padded(M, N)
-    trips = Mp * Np * K / (launch.blocks * owners * ffma)
-    waves = math.ceil(launch.blocks / (occ["blocks"] * gpu.sms))
+    trips = Mp * Np * K / (blocks * owners * ffma)
+    waves = math.ceil(blocks / (occ["blocks"] * gpu.sms))
     hz = gpu.sm_clock_mhz * 1e6
     compute_s = waves * trips * loop.cycles_per_iteration / hz
     dram_s = 4 * (M * K + K * N + M * N) / ((gpu.read_gbps or gpu.dram_gbps()) * 1e9)
@@ -92,7 +97,7 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "cycles_per_iteration": loop.cycles_per_iteration,
         "trips": trips,
         "waves": waves,
-        "grid": list(launch.grid),
+        "grid": [blocks, 1, 1] if launch.persistent else list(launch.grid),
         "threads": launch.threads,
         "registers": launch.registers,
         "smem": launch.smem,

@@ -1,0 +1,321 @@
+// K12's block tile: what k12_lean_issue.cu runs once per tile of C and k15_stream_k.cu runs on
+// parts of K of the tiles a persistent block walks. K10 and K11 are held by how many instructions
+// their FMA warps issue besides the FFMAs (docs/notes/k12.md), so the idea here is fewer and more
+// regular ones around the FFMAs:
+//  - shared memory is addressed with 32-bit shared-window addresses (ld.shared / cp.async
+//    through PTX), so every fragment load is LDS.128 [R + constant];
+//  - the two stages sit 2^n bytes apart from a 2^(n+1)-aligned base: switching stage is one XOR
+//    of each address register, once per phase;
+//  - the ragged end of K is taken first: phase 0 copies K - BK * (phases - 1) values of k (the
+//    rest zero-filled) and every later phase is whole, so the main loop has no K guards and no
+//    branch but its own, and the last phase is peeled (no copies, no barrier);
+//  - copies are 4 bytes each for A (transposed on the way into As[k][m]) and K12_B_VEC floats
+//    each for B: 1 (the default) lets any M, N, K and any 4-byte-aligned operands take the same
+//    path (SGEMM_PLAIN), 4 needs N a multiple of 4 and B 16-byte aligned (SGEMM_VEC4) and issues
+//    a quarter of B's copies; a copy for a row or column outside C reads the last one inside
+//    instead (it feeds only outputs that are not stored), so no copy of the main loop is guarded;
+//  - a phase's copies are spread over its first COPY_STEPS k-steps.
+// Tile, thread tile, warp grid and lane map as K10/K11 (lanes n and n^1 read the same A words,
+// n and n^2 the same B words: conflict-free LDS.128). Parameters (-D overrides): K12_BM, K12_BN,
+// K12_BK, K12_TM, K12_TN, K12_WARPS_M, K12_WARPS_N, K12_PAD, K12_COPY_STEPS, K12_B_VEC, K12_MAXNREG.
+// Default: the fastest variant of `python -m study.sweep_cuda --kernel K12` at 4096^3 over tile,
+// thread tile, warp grid, BK and COPY_STEPS (docs/notes/k12.md): 128 x 256 x 16, 16 x 8 outputs
+// per thread, 2 x 4 warps, copies over the first 4 k-steps.
+#pragma once
+
+#include "common.cuh"
+
+#include <stdint.h>
+
+#ifndef K12_BM
+#define K12_BM 128
+#endif
+#ifndef K12_BN
+#define K12_BN 256
+#endif
+#ifndef K12_BK
+#define K12_BK 16
+#endif
+#ifndef K12_TM
+#define K12_TM 16                       // rows per thread: TM / 4 sub-blocks, 4 * LM apart
+#endif
+#ifndef K12_TN
+#define K12_TN 8                        // columns per thread: TN / 4 sub-blocks, 4 * LN apart
+#endif
+#ifndef K12_WARPS_M
+#define K12_WARPS_M 2                   // warps down the block tile
+#endif
+#ifndef K12_WARPS_N
+#define K12_WARPS_N 4                   // warps across it
+#endif
+#ifndef K12_PAD
+#define K12_PAD 4                       // As row padding (floats), a multiple of 4
+#endif
+#ifndef K12_COPY_STEPS
+#define K12_COPY_STEPS 4                // k-steps of a phase that issue its copies
+#endif
+#ifndef K12_B_VEC
+#define K12_B_VEC 1                     // floats of B one copy moves: 1 (4 bytes) or 4 (16 bytes)
+#endif
+#ifndef K12_MAXNREG
+#define K12_MAXNREG 0                   // registers a thread may use; 0: as many as one block an SM allows
+#endif
+
+#define K12_THREADS (K12_WARPS_M * K12_WARPS_N * 32)
+#define K12_WM (K12_BM / K12_WARPS_M)   // rows of a warp tile
+#define K12_WN (K12_BN / K12_WARPS_N)   // columns of a warp tile
+#define K12_LM (K12_WM / K12_TM)        // lane rows in a warp tile
+#define K12_LN (K12_WN / K12_TN)        // lane columns
+#define K12_AS_LD (K12_BM + K12_PAD)    // As row length (floats)
+#define K12_A_COPIES (K12_BM * K12_BK / K12_THREADS)  // 4-byte copies of A per thread per phase
+#define K12_B_COPIES (K12_BK * K12_BN / (K12_THREADS * K12_B_VEC))  // copies of B per thread per phase
+#define K12_A_BYTES (K12_BK * K12_AS_LD * 4)          // one stage of A
+#define K12_B_BYTES (K12_BK * K12_BN * 4)             // one stage of B
+// Stage stride: the smallest power of two holding a stage of A and one of B; the layout is
+// [A0 | A1 | B0 | B1] at that stride from a base aligned to twice it, so bit log2(stride) is 0
+// in every stage-0 address and XOR-ing it in gives the stage-1 address. (The next power of two
+// of max(a, b) is one more than (a - 1) | (b - 1) with every bit below its top bit set.)
+#define K12_SPAN ((K12_A_BYTES - 1) | (K12_B_BYTES - 1))
+#define K12_SMEAR (K12_SPAN | K12_SPAN / 2 | K12_SPAN / 4 | K12_SPAN / 8 | K12_SPAN / 16 | K12_SPAN / 32 | \
+                   K12_SPAN / 64 | K12_SPAN / 128 | K12_SPAN / 256 | K12_SPAN / 512 | K12_SPAN / 1024 |  \
+                   K12_SPAN / 2048 | K12_SPAN / 4096 | K12_SPAN / 8192 | K12_SPAN / 16384)
+#define K12_STRIDE (K12_SMEAR + 1)
+#define K12_SMEM_BYTES (4 * K12_STRIDE + 2 * K12_STRIDE)  // + the slack that aligns the base
+
+static_assert(K12_BM % K12_WARPS_M == 0 && K12_BN % K12_WARPS_N == 0, "warps tile the block");
+static_assert(K12_TM % 4 == 0 && K12_TN % 4 == 0, "4x4 sub-blocks");
+static_assert(K12_WM % K12_TM == 0 && K12_WN % K12_TN == 0 && K12_LM * K12_LN == 32,
+              "32 lanes tile the warp tile");
+static_assert(K12_LM >= 2 && K12_LN >= 2 && (K12_LN & (K12_LN - 1)) == 0,
+              "the lane map needs power-of-two lane rows and columns, at least 2 of each");
+static_assert(K12_BK >= 2 && K12_PAD % 4 == 0, "BK >= 2, float4 rows");
+static_assert(K12_THREADS % K12_BK == 0 && K12_A_COPIES >= 1 &&
+              K12_A_COPIES * K12_THREADS == K12_BM * K12_BK,
+              "A tile splits evenly into 4-byte copies, each thread on one column of it");
+static_assert((K12_B_VEC == 1 || K12_B_VEC == 4) && K12_BN % K12_B_VEC == 0, "B copies of 4 or 16 bytes");
+static_assert((K12_THREADS % (K12_BN / K12_B_VEC) == 0 || (K12_BN / K12_B_VEC) % K12_THREADS == 0) &&
+                  K12_B_COPIES >= 1 && K12_B_COPIES * K12_THREADS * K12_B_VEC == K12_BK * K12_BN,
+              "B tile splits evenly into copies");
+static_assert(K12_COPY_STEPS >= 1 && K12_COPY_STEPS < K12_BK, "copies issued before the last k-step");
+static_assert(K12_STRIDE >= K12_A_BYTES && K12_STRIDE >= K12_B_BYTES && K12_STRIDE <= 32768 &&
+                  (K12_STRIDE & (K12_STRIDE - 1)) == 0, "a power-of-two stride holds a stage of A and of B");
+static_assert(K12_SMEM_BYTES <= 227 * 1024, "the stages fit in shared memory");
+
+// The launch bounds of a kernel that runs this tile: one block of THREADS per SM, which lets ptxas
+// use up to 255 registers a thread, or K12_MAXNREG of them. Which registers hold what, and so
+// which register banks each FFMA reads, follows from that budget.
+#if K12_MAXNREG
+#define K12_BOUNDS __maxnreg__(K12_MAXNREG)
+#else
+#define K12_BOUNDS __launch_bounds__(K12_THREADS, 1)
+#endif
+
+// 32-bit shared-window address of a generic pointer into shared memory.
+__device__ __forceinline__ uint32_t k12_saddr(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// cp.async of 4 bytes (through L1) or 16 (L2 only); src_bytes 0 writes zeros and reads nothing.
+__device__ __forceinline__ void k12_copy4(uint32_t dst, const float *src, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void k12_copy16(uint32_t dst, const float *src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+template <int V>
+__device__ __forceinline__ void k12_copy(uint32_t dst, const float *src, bool in) {
+    if constexpr (V == 4) k12_copy16(dst, src, in ? 16 : 0);
+    else k12_copy4(dst, src, in ? 4 : 0);
+}
+__device__ __forceinline__ void k12_copies_landed() {
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+__device__ __forceinline__ void k12_lds4(float *v, uint32_t addr) {
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                 : "r"(addr));
+}
+
+// acc = A[row0 .. row0 + BM, 0 .. K) x B[0 .. K, col0 .. col0 + BN), with the block's dynamic
+// shared memory `smem` (K12_SMEM_BYTES); A's rows are lda floats apart (a part of K of a wider A
+// is A advanced to its first k, with lda that A's K), B's N. acc holds the thread's TM x TN
+// outputs of the tile (see k12_row, k12_col). K is taken in phases: phase 0 holds the ragged k_first = K - BK * (phases - 1)
+// values of k (1 .. BK), phase p >= 1 the BK values from k_first + BK * (p - 1); taking the
+// ragged end first leaves every later phase whole, so the main loop has no K guard.
+__device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, int N, int K, int lda,
+                                         const float *__restrict__ A, const float *__restrict__ B,
+                                         int row0, int col0, unsigned char *smem) {
+    const uint32_t raw = k12_saddr(smem);
+    const uint32_t base = (raw + 2 * K12_STRIDE - 1) & ~uint32_t(2 * K12_STRIDE - 1);
+    const uint32_t a_stage0 = base, b_stage0 = base + 2 * K12_STRIDE;
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    // K10's lane map: lanes n and n^1 share ly (same A words), n and n^2 share lx (same B words)
+    const int lx = (lane & 1) | (((lane >> 2) & (K12_LN / 2 - 1)) << 1);
+    const int ly = ((lane >> 1) & 1) | ((lane / (2 * K12_LN)) << 1);
+    const int tm = (warp / K12_WARPS_N) * K12_WM + 4 * ly;  // first row of the thread in the tile
+    const int tn = (warp % K12_WARPS_N) * K12_WN + 4 * lx;  // first column
+
+    // Fragment addresses in stage 0 (k-step k adds k rows, sub-block i a constant).
+    uint32_t a_lds = a_stage0 + 4 * tm;
+    uint32_t b_lds = b_stage0 + 4 * tn;
+
+    // Copy c of A: element tid + THREADS * c of the BM x BK tile, i.e. row a_m + A_ROW_STEP * c,
+    // column a_k; into As[a_k][row].
+    constexpr int A_ROW_STEP = K12_THREADS / K12_BK;
+    const int a_m = tid / K12_BK, a_k = tid % K12_BK;
+    uint32_t a_sts = a_stage0 + 4 * (a_k * K12_AS_LD + a_m);
+    // Copy c of B: V = B_VEC floats, group tid + THREADS * c of the BK x BN / V groups of the
+    // tile: row b_k + b_row(c), columns from b_n + b_col(c); into Bs[row][column].
+    constexpr int V = K12_B_VEC, BNV = K12_BN / K12_B_VEC;  // B's copies per row of the tile
+    constexpr int B_PER_ROW = BNV >= K12_THREADS ? BNV / K12_THREADS : 1;  // copies per row and thread
+    constexpr int B_ROW_STEP = BNV >= K12_THREADS ? 1 : K12_THREADS / BNV;
+    const int b_k = BNV >= K12_THREADS ? 0 : tid / BNV;
+    const int b_n = V * (BNV >= K12_THREADS ? tid : tid % BNV);
+    auto b_row = [](int c) { return (c / B_PER_ROW) * B_ROW_STEP; };
+    auto b_col = [](int c) { return V * (c % B_PER_ROW) * K12_THREADS; };
+    uint32_t b_sts = b_stage0 + 4 * (b_k * K12_BN + b_n);
+
+    // Source pointers, one per copy of A and per column of B. A row past M reads row M - 1 and
+    // a column past N the last V columns: every copy reads valid memory and is whole,
+    // so the main loop's copies carry no guard; what they bring only feeds outputs outside C,
+    // which are never stored.
+    const int phases = (K + K12_BK - 1) / K12_BK;
+    const int k_first = K - K12_BK * (phases - 1);  // values of k in phase 0
+    const float *a_src[K12_A_COPIES], *b_src[B_PER_ROW];
+#pragma unroll
+    for (int c = 0; c < K12_A_COPIES; ++c)
+        a_src[c] = A + (size_t)min(row0 + a_m + A_ROW_STEP * c, M - 1) * lda + a_k;
+#pragma unroll
+    for (int c = 0; c < B_PER_ROW; ++c)
+        b_src[c] = B + (size_t)b_k * N + min(col0 + b_n + b_col(c), N - V);
+    const size_t b_row_step = (size_t)N;
+
+    // The copies of k-step slot `slot` of a whole phase.
+    auto issue = [&](int slot) {
+#pragma unroll
+        for (int c = 0; c < K12_A_COPIES; ++c)
+            if (c % K12_COPY_STEPS == slot) k12_copy4(a_sts + 4 * A_ROW_STEP * c, a_src[c], 4);
+#pragma unroll
+        for (int c = 0; c < K12_B_COPIES; ++c) {
+            if (c % K12_COPY_STEPS != slot) continue;
+            const int r = b_row(c);
+            k12_copy<V>(b_sts + 4 * (r * K12_BN + b_col(c)), b_src[c % B_PER_ROW] + r * b_row_step, true);
+        }
+    };
+    // Phase 0's copies: k = a_k (A) or b_k + row (B) below k_first is copied, the rest is
+    // zero-filled (src-size 0, its address that of k = 0 so that it names valid memory).
+    auto issue_first = [&]() {
+#pragma unroll
+        for (int c = 0; c < K12_A_COPIES; ++c) {
+            const bool in = a_k < k_first;
+            k12_copy4(a_sts + 4 * A_ROW_STEP * c, a_src[c] - (in ? 0 : a_k), in ? 4 : 0);
+        }
+#pragma unroll
+        for (int c = 0; c < K12_B_COPIES; ++c) {
+            const int r = b_row(c);
+            const bool in = b_k + r < k_first;
+            const float *col = b_src[c % B_PER_ROW] - (size_t)b_k * N;  // k = 0
+            k12_copy<V>(b_sts + 4 * (r * K12_BN + b_col(c)), col + (in ? (size_t)(b_k + r) * N : 0), in);
+        }
+    };
+    auto advance = [&](int dk) {
+#pragma unroll
+        for (int c = 0; c < K12_A_COPIES; ++c) a_src[c] += dk;
+#pragma unroll
+        for (int c = 0; c < B_PER_ROW; ++c) b_src[c] += dk * b_row_step;
+    };
+
+    float fa[2][K12_TM], fb[2][K12_TN];  // fragments: two k-steps' worth
+    auto load_frag = [&](int buf, int k) {
+#pragma unroll
+        for (int i = 0; i < K12_TM / 4; ++i)
+            k12_lds4(&fa[buf][4 * i], a_lds + 4 * (k * K12_AS_LD + 4 * K12_LM * i));
+#pragma unroll
+        for (int j = 0; j < K12_TN / 4; ++j)
+            k12_lds4(&fb[buf][4 * j], b_lds + 4 * (k * K12_BN + 4 * K12_LN * j));
+    };
+    auto fma_step = [&](int buf) {
+#pragma unroll
+        for (int r = 0; r < K12_TM; ++r)
+#pragma unroll
+            for (int c = 0; c < K12_TN; ++c) acc[r][c] += fa[buf][r] * fb[buf][c];
+    };
+
+    // Phase 0 into stage 0.
+    issue_first();
+    advance(k_first);
+    k12_copies_landed();
+    __syncthreads();
+    a_sts ^= K12_STRIDE;
+    b_sts ^= K12_STRIDE;
+    load_frag(0, 0);
+
+    // Phases 1 .. phases - 1: multiply the stage of the phase before while this one's copies
+    // land in the other; the barrier at the last k-step both publishes them and frees the stage
+    // that was just read.
+    for (int p = 1; p < phases; ++p) {
+#pragma unroll
+        for (int k = 0; k < K12_BK; ++k) {
+            if (k == K12_BK - 1) {
+                k12_copies_landed();
+                __syncthreads();
+                a_lds ^= K12_STRIDE;
+                b_lds ^= K12_STRIDE;
+                a_sts ^= K12_STRIDE;
+                b_sts ^= K12_STRIDE;
+                advance(K12_BK);
+            }
+            load_frag((k + 1) % 2, (k + 1) % K12_BK);
+            if (k < K12_COPY_STEPS) issue(k);
+            fma_step(k % 2);
+        }
+    }
+    // The last phase: nothing left to copy.
+#pragma unroll
+    for (int k = 0; k < K12_BK; ++k) {
+        if (k < K12_BK - 1) load_frag((k + 1) % 2, k + 1);
+        fma_step(k % 2);
+    }
+}
+
+// Row and column of C (within the block tile) of the thread's accumulator acc[r][c].
+__device__ __forceinline__ int k12_row(int r) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int ly = ((lane >> 1) & 1) | ((lane / (2 * K12_LN)) << 1);
+    return (warp / K12_WARPS_N) * K12_WM + 4 * ly + 4 * K12_LM * (r / 4) + r % 4;
+}
+__device__ __forceinline__ int k12_col(int c) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int lx = (lane & 1) | (((lane >> 2) & (K12_LN / 2 - 1)) << 1);
+    return (warp % K12_WARPS_N) * K12_WN + 4 * lx + 4 * K12_LN * (c / 4) + c % 4;
+}
+
+// C[row0 + .., col0 + ..] = alpha * acc + beta * C for the outputs inside C: float4 stores where
+// N and C allow them, else one element at a time.
+__device__ __forceinline__ void k12_store(const float (&acc)[K12_TM][K12_TN], int M, int N, float alpha,
+                                          float beta, float *__restrict__ C, int row0, int col0) {
+    const bool vec = N % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0;
+#pragma unroll
+    for (int r = 0; r < K12_TM; ++r) {
+        const int row = row0 + k12_row(r);
+        if (row >= M) continue;
+#pragma unroll
+        for (int j = 0; j < K12_TN / 4; ++j) {
+            const int col = col0 + k12_col(4 * j);
+            const size_t idx = (size_t)row * N + col;
+            if (vec) {
+                if (col < N)
+                    sgemm_store4(C, idx, alpha,
+                                 make_float4(acc[r][4 * j + 0], acc[r][4 * j + 1], acc[r][4 * j + 2],
+                                             acc[r][4 * j + 3]),
+                                 beta);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q)
+                    if (col + q < N) sgemm_store(C, idx + q, alpha, acc[r][4 * j + q], beta);
+            }
+        }
+    }
+}
+
