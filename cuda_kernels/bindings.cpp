@@ -90,8 +90,8 @@ const char *run(const SgemmKernelInfo &k, const at::Tensor &a, const at::Tensor 
     REQUIRE(!overlaps(c, a) && !overlaps(c, b),
             "c must not share memory with a or b (the kernels read them as __restrict__)");
     // gridDim.y holds cdiv(M, BM) blocks, or cdiv(N, BN) where y walks the columns of C (a
-    // persistent grid is one-dimensional)
-    if (k.flags & SGEMM_PERSISTENT) {
+    // balanced grid is one-dimensional)
+    if (k.flags & SGEMM_BALANCED) {
     } else if (k.flags & SGEMM_Y_WALKS_N) {
         REQUIRE((N + k.bn - 1) / k.bn <= kMaxGridY,
                 "N exceeds what gridDim.y covers: cdiv(N, BN) must be <= 65535");

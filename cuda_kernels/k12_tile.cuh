@@ -1,5 +1,5 @@
-// K12's block tile: what k12_lean_issue.cu runs once per tile of C and k15_stream_k.cu runs on
-// parts of K of the tiles a persistent block walks. K10 and K11 are held by how many instructions
+// K12's block tile: what k12_lean_issue.cu runs once per tile of C and k15_split_tail.cu once per
+// tile or part of a tile along K. K10 and K11 are held by how many instructions
 // their FMA warps issue besides the FFMAs (docs/notes/k12.md), so the idea here is fewer and more
 // regular ones around the FFMAs:
 //  - shared memory is addressed with 32-bit shared-window addresses (ld.shared / cp.async

@@ -228,7 +228,7 @@ for extent in (top + 1, top):
 @pytest.mark.parametrize("path", [p for k in CUDA for p in k.paths], ids=lambda p: p.symbol)
 def test_cuda_grid_y_limit_is_refused_before_launch(path):
     """One past what gridDim.y can cover is refused by name; the limit itself computes right. A
-    persistent kernel's grid is one-dimensional: it computes both right."""
+    balanced kernel's grid is one-dimensional: it computes both right."""
     import torch
 
     if not path.runs_on(".".join(map(str, torch.cuda.get_device_capability()))):
@@ -236,30 +236,31 @@ def test_cuda_grid_y_limit_is_refused_before_launch(path):
     reg = next(r for r in kernels.get(path.id).registrations if r.symbol == path.symbol)
     dim = "N" if reg.y_walks_n else "M"  # K1's grid walks rows along x, columns along y
     over, at = run_child(GRID_PROBE, path.id, path.symbol)
-    if reg.persistent:
+    if reg.balanced:
         assert over == "ok", over
     else:
         assert over.startswith("refused") and f"{dim} exceeds what gridDim.y covers" in over, over
     assert at == "ok", at
 
 
-PERSISTENT = [k for k in CUDA if any(r.persistent for r in k.registrations)]
+BALANCED = [k for k in CUDA if any(r.balanced for r in k.registrations)]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("k", PERSISTENT, ids=lambda k: k.id)
+@pytest.mark.parametrize("k", BALANCED, ids=lambda k: k.id)
 @pytest.mark.parametrize("shape", [
-    # tiles that divide evenly among 132 SMs (every tile whole), fewer tiles than SMs (every tile
-    # cut), 3.88 waves (two whole, the rest cut), ragged edges in M, N and K, K of one phase, and a
-    # tile cut into many parts (few tiles, long K)
+    # on 132 SMs: tiles that divide evenly (none cut), a last wave of 128 tiles that no cut pays
+    # for (2048^3), 116 tiles in 9 parts (4096^3), 33 in 4 with ragged edges in M, N and K (4100^3,
+    # the ragged phase in the first part), 32 in 4 (1000 x 1004 x 1004), K of one phase (nothing
+    # to cut), 4 tiles of a long K in 16 parts each, one tile in 8 parts of one phase each
     (128 * 12, 256 * 11, 256), (2048, 2048, 2048), (4096, 4096, 4096), (4100, 4100, 4100),
-    (1000, 1004, 1004), (3000, 5000, 12), (256, 512, 65536), (200, 300, 36)],
+    (1000, 1004, 1004), (3000, 5000, 12), (256, 512, 65536), (200, 300, 36), (128, 256, 120)],
     ids=lambda s: "x".join(map(str, s)))
-def test_persistent_kernels_are_right_and_the_same_every_run(k, shape):
-    """A persistent kernel (K15: whole tiles, then parts of K summed by the last block of each cut
-    tile) against float64 with a NaN-poisoned output, and bit for bit the same on a second and a
-    third launch (the parts are summed in the order of K, never by atomics); a run of KD between
-    them, which shares the workspace, changes nothing."""
+def test_balanced_kernels_are_right_and_the_same_every_run(k, shape):
+    """A balanced kernel (K15: whole tiles, then the last wave's tiles in parts of K summed by the
+    last part of each) against float64 with a NaN-poisoned output, and bit for bit the same on a
+    second and a third launch (the parts are summed in the order of K, never by atomics); a run of
+    KD between them, which shares the workspace, changes nothing."""
     def kd():
         x, y = bench.random_inputs(40, 18948, 3588, seed=1)
         kernels.get("KD").launcher(x, y, bench.poisoned(40, 18948))

@@ -107,10 +107,11 @@ def test_a_registered_kernel_is_predicted_from_its_registration(tmp_path):
 
 
 @needs_tools
-def test_a_persistent_kernel_is_one_wave_of_a_block_per_sm():
-    """K15 (SGEMM_PERSISTENT): at 4096^3 its 512 tiles of 128 x 256 x 256 phases are shared by one
-    block per SM, so one wave of 132 blocks each runs 512 * 256 / 132 phases (3.88 tiles), where
-    K12, the same loop a block per tile, runs 4 waves of 256."""
+def test_a_balanced_kernel_is_one_wave_of_a_block_per_sm():
+    """K15 (SGEMM_BALANCED) is priced as the ideal its cuts approach: at 4096^3 its 512 tiles of
+    128 x 256 x 256 phases shared by one block per SM, one wave of 132 blocks each running
+    512 * 256 / 132 phases (3.88 tiles), where K12, the same loop a block per tile, runs 4 waves
+    of 256."""
     n = 4096
     gpu = json.loads((ROOT / "reports" / "data" / "gpu.json").read_text())
     rows = {}

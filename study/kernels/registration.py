@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 REGISTER_MACRO = "SGEMM_REGISTER"
-FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90", "SGEMM_PERSISTENT")  # the bits, #defined in common.cuh
+FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90", "SGEMM_BALANCED")  # the bits, #defined in common.cuh
 
 # comments out, string and character literals kept (a "//" inside a string is no comment)
 _LEXEMES = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
@@ -234,9 +234,10 @@ class Registration:
         return self.has("SGEMM_Y_WALKS_N")
 
     @property
-    def persistent(self) -> bool:
-        """A grid of about one block per SM that walks the tiles, not a block per BM x BN tile."""
-        return self.has("SGEMM_PERSISTENT")
+    def balanced(self) -> bool:
+        """A 1-D grid whose blocks share the tiles' work so that the SMs finish together (K15: the
+        last wave's tiles cut along K), not a block per BM x BN tile."""
+        return self.has("SGEMM_BALANCED")
 
     @property
     def target(self) -> str:

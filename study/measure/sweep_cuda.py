@@ -55,10 +55,6 @@ COLUMNS = ["round", "kernel", *PARAMS, "threads", "smem", "status", "regs", "spi
            "K", "gpu", "commit", "timestamp"]
 
 
-# a persistent kernel's two arguments after SGEMM's: the workspace of parts and the tickets
-_WORKSPACE = r"\s*,\s*float\s*\*\s*(?:__restrict__\s*)?\w+\s*,\s*unsigned\s*\*\s*(?:__restrict__\s*)?\w+"
-
-
 def prefix(kernel) -> str:
     """The prefix of the kernel's parameters: ``<ID>`` of ``#ifndef <ID>_BM`` in its ``.cu`` or a
     header it includes (a kernel that runs another's tile takes that one's: K15 K12's)."""
@@ -74,11 +70,9 @@ def parameters(kernel) -> list[str]:
     if kernel.impl != "cuda" or not kernel.source:
         raise InputError(f"{kernel.id} is not a CUDA kernel with a .cu: nothing to sweep")
     text = source_text(kernel.source)
-    extra = _WORKSPACE if kernel.registration.persistent else ""
-    if not re.search(rf"\b{re.escape(kernel.symbol)}\s*\(\s*SGEMM_KERNEL_PARAMS{extra}\s*\)", text):
+    if not re.search(rf"\b{re.escape(kernel.symbol)}\s*\(\s*SGEMM_KERNEL_PARAMS\s*\)", text):
         raise InputError(f"{kernel.id}: its kernel {kernel.symbol} takes more than SGEMM_KERNEL_PARAMS "
-                         "(the sweep launches a cubin with the 8 SGEMM arguments only, and a persistent "
-                         "kernel's workspace and tickets)")
+                         "(the sweep launches a cubin with the 8 SGEMM arguments only)")
     pre = prefix(kernel)
     found = set(re.findall(rf"^\s*#\s*ifndef\s+{pre}_(\w+)", text, re.M))
     names = [p for p in PARAMS if p in found]
@@ -199,9 +193,7 @@ class Cubin:
             self.lib.cuGetErrorString(code, ctypes.byref(text))
             raise RuntimeError(f"CUDA driver, {what}: {(text.value or b'error').decode()} ({code})")
 
-    def launcher(self, a, b, c, grid: tuple[int, int], threads: int, smem: int, workspace=()):
-        """``workspace``: the tensors a persistent kernel takes after SGEMM's arguments (its parts'
-        slots and its tickets)."""
+    def launcher(self, a, b, c, grid: tuple[int, int], threads: int, smem: int):
         import torch
 
         if smem > 48 * 1024:
@@ -210,11 +202,11 @@ class Cubin:
         N = b.shape[1]
         args = [ctypes.c_int(M), ctypes.c_int(N), ctypes.c_int(K), ctypes.c_float(1.0),
                 ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr()), ctypes.c_float(0.0),
-                ctypes.c_void_p(c.data_ptr())] + [ctypes.c_void_p(w.data_ptr()) for w in workspace]
+                ctypes.c_void_p(c.data_ptr())]
         params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.byref(x), ctypes.c_void_p) for x in args])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
-        def launch(_args=args, _params=params, _held=tuple(workspace)):
+        def launch(_args=args, _params=params):
             self._check(self.lib.cuLaunchKernel(self.fn, grid[0], grid[1], 1, threads, 1, 1, smem,
                                                 stream, _params, None), "launch")
 
@@ -239,18 +231,8 @@ class Sweep(SweepBench):
         return super().time_cublas(target_s, kernel=registry.BASELINE.id)
 
     def _launch(self, cubin: Cubin, reg, smem: int, a, b, c):
-        """The variant's launch on these operands: a block per tile, or for a persistent kernel a
-        block per SM with a workspace of two slots a block and a zeroed ticket a tile."""
-        import torch
-
-        M, N = a.shape[0], b.shape[1]
-        tiles = (-(-N // reg.bn), -(-M // reg.bm))
-        if not reg.persistent:
-            return cubin.launcher(a, b, c, tiles, reg.threads, smem)
-        sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        ws = torch.empty(2 * sms * reg.bm * reg.bn, device=a.device)
-        tickets = torch.zeros(tiles[0] * tiles[1], dtype=torch.int32, device=a.device)
-        return cubin.launcher(a, b, c, (sms, 1), reg.threads, smem, workspace=(ws, tickets))
+        """The variant's launch on these operands: a block per BM x BN tile of C."""
+        return cubin.launcher(a, b, c, (-(-b.shape[1] // reg.bn), -(-a.shape[0] // reg.bm)), reg.threads, smem)
 
     def _error(self, cubin: Cubin, reg, smem: int, a, b, ref) -> float:
         import torch

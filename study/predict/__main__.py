@@ -67,7 +67,7 @@ def registered(kid: str, shape, arch: str, child=None):
     launch = model.Launch(grid=(math.ceil(N / reg.bn), math.ceil(M / reg.bm), 1), threads=reg.threads,
                           smem=res["smem_bytes"], registers=res["registers"],
                           compute_threads=path.compute_threads, tile=(reg.bm, reg.bn),
-                          persistent=reg.persistent)
+                          balanced=reg.balanced)
     instrs = sass.dump_sass(tc.compile_cuda(path, arch), path.symbol)
     return model.main_loop_of(instrs, model.sgemm_params(shape)), launch, None
 

@@ -8,8 +8,8 @@ at the GPU's clock; DRAM as a floor.
   its whole loop) over the FFMAs one pass of the loop does for the whole grid (every block's
   threads that own outputs, each doing the loop's FFMAs).
 * Waves: the grid's blocks over the blocks the SMs hold at once, rounded up (the last wave runs
-  as long as a full one); a persistent grid is one wave of as many blocks as the SMs hold, each
-  running an even share of the trips.
+  as long as a full one); a balanced grid (SGEMM_BALANCED) is priced as one wave of as many
+  blocks as the SMs hold, each running an even share of the trips: the ideal its cuts approach.
 * DRAM floor: A, B and C moved once at the run's measured read bandwidth.
 
 What is not modelled yet is said with the result (``missing``): the code before and after the
@@ -36,9 +36,9 @@ class Launch:
     registers: int  # per thread
     compute_threads: int | None = None  # threads that own outputs, where fewer than ``threads``
     tile: tuple[int, int] | None = None  # rows and columns of C a block computes, where known
-    # the grid is as many blocks as the SMs hold at once, sharing the tiles' loop trips evenly
-    # (SGEMM_PERSISTENT), not ``grid``
-    persistent: bool = False
+    # the blocks share the tiles' loop trips so that the SMs finish together (SGEMM_BALANCED):
+    # priced as one wave of as many blocks as the SMs hold, each with an even share
+    balanced: bool = False
 
     def padded(self, M: int, N: int) -> tuple[int, int]:
         """The rows and columns of C the grid's tiles cover (M, N where the tile is not known): a
@@ -68,7 +68,7 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     if occ["blocks"] < 1:
         raise ValueError(f"a block of {launch.threads} threads, {launch.registers} registers and "
                          f"{launch.smem} B of shared memory cannot reside on an SM of {arch}")
-    blocks = occ["blocks"] * gpu.sms if launch.persistent else launch.blocks
+    blocks = occ["blocks"] * gpu.sms if launch.balanced else launch.blocks
     per_sm = min(occ["blocks"], max(1, math.ceil(blocks / gpu.sms)))
     owners = launch.compute_threads or launch.threads
     # the warps that run the main loop: a warp-specialised kernel's producer warps run other code
@@ -97,7 +97,7 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "cycles_per_iteration": loop.cycles_per_iteration,
         "trips": trips,
         "waves": waves,
-        "grid": [blocks, 1, 1] if launch.persistent else list(launch.grid),
+        "grid": [blocks, 1, 1] if launch.balanced else list(launch.grid),
         "threads": launch.threads,
         "registers": launch.registers,
         "smem": launch.smem,
