@@ -266,5 +266,5 @@ void launch_kd_gemm_m32(int M, int N, int K, float alpha, const float *A, const 
 }
 
 // BM: the rows of C a tile holds; BN its columns; BK the values of k a stage brings.
-SGEMM_REGISTER(kd_gemm_m16, 16, KD_SK_BN, KD_SK_BK, KD_SK_THREADS, SGEMM_VEC4 | SGEMM_SM90)
-SGEMM_REGISTER(kd_gemm_m32, 32, KD_SK_BN, KD_SK_BK, KD_SK_THREADS, SGEMM_VEC4 | SGEMM_SM90)
+SGEMM_REGISTER(kd_gemm_m16, 16, KD_SK_BN, KD_SK_BK, KD_SK_THREADS, SGEMM_VEC4 | SGEMM_SM90 | SGEMM_BALANCED)
+SGEMM_REGISTER(kd_gemm_m32, 32, KD_SK_BN, KD_SK_BK, KD_SK_THREADS, SGEMM_VEC4 | SGEMM_SM90 | SGEMM_BALANCED)

@@ -236,7 +236,8 @@ class Registration:
     @property
     def balanced(self) -> bool:
         """A 1-D grid whose blocks share the tiles' work so that the SMs finish together (K15: the
-        last wave's tiles cut along K), not a block per BM x BN tile."""
+        last wave's tiles cut along K; KD's tiled path: a block per SM with an even share of the
+        units), not a block per BM x BN tile."""
         return self.has("SGEMM_BALANCED")
 
     @property
