@@ -5,14 +5,7 @@
 
 extern "C" __global__ void K12_BOUNDS k12_lean_issue(SGEMM_KERNEL_PARAMS) {
     extern __shared__ __align__(16) unsigned char k12_smem[];
-    const int row0 = blockIdx.y * K12_BM, col0 = blockIdx.x * K12_BN;
-    float acc[K12_TM][K12_TN];
-#pragma unroll
-    for (int r = 0; r < K12_TM; ++r)
-#pragma unroll
-        for (int c = 0; c < K12_TN; ++c) acc[r][c] = 0.0f;
-    k12_tile(acc, M, N, K, K, A, B, row0, col0, k12_smem);
-    k12_store(acc, M, N, alpha, beta, C, row0, col0);
+    k12_block(M, N, K, alpha, A, B, beta, C, k12_smem);
 }
 
 void launch_k12_lean_issue(int M, int N, int K, float alpha, const float *A, const float *B,

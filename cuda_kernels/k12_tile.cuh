@@ -1,5 +1,5 @@
-// K12's block tile: what k12_lean_issue.cu runs once per tile of C and k15_split_tail.cu once per
-// tile or part of a tile along K. K10 and K11 are held by how many instructions
+// K12's block tile: what k12_lean_issue.cu (K12) and k15_wide_copies.cu (K15, with B_VEC 4) run
+// once per tile of C. K10 and K11 are held by how many instructions
 // their FMA warps issue besides the FFMAs (docs/notes/k12.md), so the idea here is fewer and more
 // regular ones around the FFMAs:
 //  - shared memory is addressed with 32-bit shared-window addresses (ld.shared / cp.async
@@ -319,3 +319,15 @@ __device__ __forceinline__ void k12_store(const float (&acc)[K12_TM][K12_TN], in
     }
 }
 
+// One block's tile of C, the block's (blockIdx.x across N, blockIdx.y down M), over the whole of
+// K, stored: the body of a kernel that runs this tile a block per tile.
+__device__ __forceinline__ void k12_block(SGEMM_KERNEL_PARAMS, unsigned char *smem) {
+    const int row0 = blockIdx.y * K12_BM, col0 = blockIdx.x * K12_BN;
+    float acc[K12_TM][K12_TN];
+#pragma unroll
+    for (int r = 0; r < K12_TM; ++r)
+#pragma unroll
+        for (int c = 0; c < K12_TN; ++c) acc[r][c] = 0.0f;
+    k12_tile(acc, M, N, K, K, A, B, row0, col0, smem);
+    k12_store(acc, M, N, alpha, beta, C, row0, col0);
+}

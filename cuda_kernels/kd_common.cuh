@@ -1,10 +1,10 @@
-// What the kernels that split K across blocks share (KD's two paths, K15): the integer ticket by
-// which the last block of an output tile adds the tile's parts of K, the moves of a thread's sums
-// to and from a part's slot, and the per-device workspace that holds the parts and tickets. The
-// streaming GEMV (kd_gemv_stream.cu), the tiled decode GEMM (kd_gemm_tiled.cu) and K15
-// (k15_stream_k.cu) split K where the output tiles alone would leave SMs idle; each block leaves
-// its part in the workspace and the block that brings a tile's last part sums them in the order
-// of K, so the result is the same bit for bit from run to run (no float atomics).
+// What KD's two paths share: the integer ticket by which the last block of an output tile adds
+// the tile's parts of K, the moves of a thread's sums to and from a part's slot, and the
+// per-device workspace that holds the parts and tickets. The streaming GEMV (kd_gemv_stream.cu)
+// and the tiled decode GEMM (kd_gemm_tiled.cu) both split K across blocks where the output tiles
+// alone would leave SMs idle; each block leaves its part in the workspace and the block that
+// brings a tile's last part sums them in the order of K, so the result is the same bit for bit
+// from run to run (no float atomics).
 #pragma once
 
 #include "common.cuh"
@@ -72,9 +72,9 @@ __device__ __forceinline__ void kd_get(const float *p, float *v) {
 #endif
 
 // Per device: the parts of K (grown on demand), one zeroed ticket per output tile (each launch
-// leaves them zero again) and the SM count. One workspace per device for every kernel that splits
-// K (an inline variable: the files that include this share it), so one launch at a time per
-// device: two streams running them at once would share it.
+// leaves them zero again) and the SM count. One workspace per device for every KD kernel (an
+// inline variable: the files that include this share it), so one launch at a time per device:
+// two streams running KD at once would share it.
 struct KdWorkspace {
     float *ws = nullptr;
     size_t ws_bytes = 0;

@@ -243,31 +243,6 @@ def test_cuda_grid_y_limit_is_refused_before_launch(path):
     assert at == "ok", at
 
 
-BALANCED = [k for k in CUDA if any(r.balanced for r in k.registrations)]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("k", BALANCED, ids=lambda k: k.id)
-@pytest.mark.parametrize("shape", [
-    # on 132 SMs: tiles that divide evenly (none cut), a last wave of 128 tiles that no cut pays
-    # for (2048^3), 116 tiles in 9 parts (4096^3), 33 in 4 with ragged edges in M, N and K (4100^3,
-    # the ragged phase in the first part), 32 in 4 (1000 x 1004 x 1004), K of one phase (nothing
-    # to cut), 4 tiles of a long K in 16 parts each, one tile in 8 parts of one phase each
-    (128 * 12, 256 * 11, 256), (2048, 2048, 2048), (4096, 4096, 4096), (4100, 4100, 4100),
-    (1000, 1004, 1004), (3000, 5000, 12), (256, 512, 65536), (200, 300, 36), (128, 256, 120)],
-    ids=lambda s: "x".join(map(str, s)))
-def test_balanced_kernels_are_right_and_the_same_every_run(k, shape):
-    """A balanced kernel (K15: whole tiles, then the last wave's tiles in parts of K summed by the
-    last part of each) against float64 with a NaN-poisoned output, and bit for bit the same on a
-    second and a third launch (the parts are summed in the order of K, never by atomics); a run of
-    KD between them, which shares the workspace, changes nothing."""
-    def kd():
-        x, y = bench.random_inputs(40, 18948, 3588, seed=1)
-        kernels.get("KD").launcher(x, y, bench.poisoned(40, 18948))
-
-    same_three_times(k, shape, between=kd)
-
-
 DECODE = [k for k in kernels.KERNELS if k.meant_for == "decode"]
 
 

@@ -108,21 +108,17 @@ def test_a_registered_kernel_is_predicted_from_its_registration(tmp_path):
 
 @needs_tools
 def test_a_balanced_kernel_is_one_wave_of_a_block_per_sm():
-    """K15 (SGEMM_BALANCED) is priced as the ideal its cuts approach: at 4096^3 its 512 tiles of
-    128 x 256 x 256 phases shared by one block per SM, one wave of 132 blocks each running
-    512 * 256 / 132 phases (3.88 tiles), where K12, the same loop a block per tile, runs 4 waves
-    of 256."""
-    n = 4096
+    """KD's tiled path (SGEMM_BALANCED: a block per SM, each with an even share of the units) is
+    priced as one wave of a block per SM at 32 x 6144 x 4096, each block running an even share of
+    the loop trips of its 43 tiles of 32 x 144 (6192 columns: the last tile runs whole), where a
+    block per tile would be 43 blocks on 132 SMs."""
+    M, N, K = 32, 6144, 4096
+    p = run("--kernel", "KD", "--shape", f"{M},{N},{K}", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
     gpu = json.loads((ROOT / "reports" / "data" / "gpu.json").read_text())
-    rows = {}
-    for kid in ("K12", "K15"):
-        p = run("--kernel", kid, "--shape", f"{n},{n},{n}", "--json")
-        assert p.returncode == 0, p.stderr
-        rows[kid] = json.loads(p.stdout)
-    k12, k15 = rows["K12"], rows["K15"]
-    assert (k12["grid"], k12["waves"], k12["trips"]) == ([16, 32, 1], 4, pytest.approx(256))
-    assert k15["grid"] == [gpu["sms"], 1, 1] and k15["waves"] == 1 and k15["blocks_per_sm"] == 1
-    assert k15["loop_ffma"] == 2048 and k15["trips"] == pytest.approx(512 * 256 / gpu["sms"])
+    assert r["grid"] == [gpu["sms"], 1, 1] and r["waves"] == 1 and r["blocks_per_sm"] == 1
+    assert r["trips"] == pytest.approx(32 * 43 * 144 * K / (gpu["sms"] * 256 * r["loop_ffma"]))
 
 
 @needs_tools

@@ -292,36 +292,3 @@ def test_sass_holds_the_symbol_and_the_tile(built, k, path):
     else:  # the decode rung streams B with 128-bit loads (A is staged in shared memory)
         assert loop["loop_FFMA"] > 0 and loop["loop_LDG128"] > 0 and loop["loop_LDG32"] == 0
 
-
-K15_SPLITS = """
-#include <cstdio>
-#include "k15_split_tail.cu"
-int sgemm_register_kernel(const SgemmKernelInfo &) { return 0; }
-int main() {
-    const int cases[][3] = {{512, 256, 132}, {128, 128, 132}, {561, 257, 132}, {132, 16, 132}, {4, 4096, 132},
-                            {1, 8, 132}, {480, 1, 132}};
-    for (const auto &c : cases) std::printf("%d\\n", k15_splits(c[0], c[1], c[2]));
-    return 0;
-}
-"""
-
-
-@needs_nvcc
-def test_k15_cuts_the_last_wave_where_it_pays(tmp_path):
-    """K15's host rule (k15_splits, compiled and run here): the parts a last-wave tile is cut into
-    minimise waves x (phases a part + 2), the whole waves aside; worked by hand on 132 SMs:
-    - 4096^3: 512 tiles, 116 in the last wave, 256 phases: one part takes 1 x 256; 9 parts
-      ceil(1044 / 132) = 8 waves x (29 + 2) = 248; 10 parts 9 x (26 + 2) = 252; 8 parts 8 x 34 = 272: 9;
-    - 2048^3: 128 tiles of 128 phases: 2 parts are 2 waves x 66 = 132 > 128, more are longer: 1;
-    - 4100^3: 561 tiles, 33 in the last wave, 257 phases: 4 parts fit one wave, 65 + 2 = 67; 5 parts
-      2 waves x 54: 4;
-    - 132 tiles on 132 SMs: none cut; 4 tiles of 4096 phases: 16 parts (the most), one wave of
-      256 + 2; one tile of 8 phases: 8 parts of one phase, 1 + 2 = 3 < 8; one phase: nothing to cut."""
-    main = tmp_path / "k15_splits.cu"
-    main.write_text(K15_SPLITS)
-    exe = tmp_path / "k15_splits"
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-I", str(cuda_kernels.SOURCE_DIR), "-o", str(exe), str(main)],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert out.stdout.split() == ["9", "1", "4", "1", "16", "8", "1"], out.stdout

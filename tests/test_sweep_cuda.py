@@ -23,26 +23,31 @@ def test_a_kernel_without_parameters_is_refused_by_name():
 
 
 def test_a_kernel_with_more_arguments_is_refused_and_not_the_default():
-    # K13's and K14's kernels take their two tensor maps after the SGEMM arguments, K15's its
-    # workspace, tickets and cut: a cubin launched with the eight alone would read garbage, so the
-    # sweep refuses them and its default is K12
-    for kid, symbol in (("K13", "k13_tma_stages"), ("K14", "k14_warp_specialised"), ("K15", "k15_split_tail")):
+    # K13's and K14's kernels take their two tensor maps after the SGEMM arguments: a cubin
+    # launched with the eight alone would read garbage maps, so the sweep refuses them and its
+    # default is K15, the last rung it can launch
+    for kid, symbol in (("K13", "k13_tma_stages"), ("K14", "k14_warp_specialised")):
+        k = kernels.get(kid)
+        assert "CUtensorMap" in source_text(k.source)
         with pytest.raises(InputError, match=f"{kid}: its kernel {symbol} takes more than SGEMM_KERNEL"):
-            sweep_cuda.parameters(kernels.get(kid))
-    assert "CUtensorMap" in source_text(kernels.get("K14").source)
+            sweep_cuda.parameters(k)
     assert kernels.cuda_ladder()[-1] is kernels.get("K15")
-    assert sweep_cuda.default_kernel() is kernels.get("K12")
+    assert sweep_cuda.default_kernel() is kernels.get("K15")
 
 
 def test_a_kernel_that_runs_another_tile_takes_its_parameters():
-    # K15 runs K12's tile: its parameters are K12_* (k12_tile.cuh), as K12's are
+    # K15 runs K12's tile: its parameters are K12_* (k12_tile.cuh), its shared memory K12's
     k15, k12 = kernels.get("K15"), kernels.get("K12")
     assert sweep_cuda.prefix(k15) == "K12" and sweep_cuda.prefix(k12) == "K12"
-    assert {"COPY_STEPS", "B_VEC", "MAXNREG"} <= set(sweep_cuda.parameters(k12))
-    assert sweep_cuda.defines(k12, {"BK": 8}) == {"K12_BK": 8}
+    assert sweep_cuda.parameters(k15) == sweep_cuda.parameters(k12)
+    assert {"COPY_STEPS", "B_VEC", "MAXNREG"} <= set(sweep_cuda.parameters(k15))
+    assert sweep_cuda.defines(k15, {"BK": 8}) == {"K12_BK": 8}
+    values = sweep_cuda.space(k15, smem_limit=227 * 1024, only=("BK",))[0]
+    assert sweep_cuda.smem_bytes(k15, values) == 6 * 16384  # as K12's default (below)
 
 
 def test_only_varies_the_parameters_it_names():
+    assert sweep_cuda.space(kernels.get("K15"), smem_limit=227 * 1024, only=("B_VEC",))[0]["B_VEC"] == 4
     k12 = kernels.get("K12")
     space = sweep_cuda.space(k12, smem_limit=227 * 1024, only=("COPY_STEPS", "B_VEC", "MAXNREG"))
     default = space[0]

@@ -193,9 +193,9 @@ KERNELS: tuple[Kernel, ...] = (
         "sm_90 its consumers spill under the 168-register cap of 384 threads",
     ),
     Kernel(
-        "K15", "cuda", "K12's tile with B copied 16 bytes at a time, and the last wave's tiles cut along K into "
-        "parts that fill the SMs in shorter waves, summed in K's order; N, K multiples of 4",
-        source="cuda_kernels/k15_split_tail.cu",
+        "K15", "cuda", "K12's tile with B copied 16 bytes at a time (LDGSTS.128): a quarter of K12's copies "
+        "of B; N, K multiples of 4",
+        source="cuda_kernels/k15_wide_copies.cu",
         # K12's tile: per phase (BK = 16) 8 four-byte copies of A (transposed) and 4 sixteen-byte
         # copies of B per thread; per k-step 4 + 2 LDS.128 for 128 FMAs
         counted=Counted(lds_dist=2, lds_bcast=4, fma_per_k=128, ldg_per_phase=12, elems_per_phase=24,

@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 REGISTER_MACRO = "SGEMM_REGISTER"
-FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90", "SGEMM_BALANCED")  # the bits, #defined in common.cuh
+# the bits, #defined in common.cuh
+FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90", "SGEMM_BALANCED")
 
 # comments out, string and character literals kept (a "//" inside a string is no comment)
 _LEXEMES = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)

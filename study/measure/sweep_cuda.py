@@ -232,7 +232,8 @@ class Sweep(SweepBench):
 
     def _launch(self, cubin: Cubin, reg, smem: int, a, b, c):
         """The variant's launch on these operands: a block per BM x BN tile of C."""
-        return cubin.launcher(a, b, c, (-(-b.shape[1] // reg.bn), -(-a.shape[0] // reg.bm)), reg.threads, smem)
+        grid = (-(-b.shape[1] // reg.bn), -(-a.shape[0] // reg.bm))
+        return cubin.launcher(a, b, c, grid, reg.threads, smem)
 
     def _error(self, cubin: Cubin, reg, smem: int, a, b, ref) -> float:
         import torch

@@ -2,7 +2,8 @@
 
     python docs/notes/k15/variants.py OUT.csv [M,N,K ...]
 
-Each variant is cuda_kernels/k15_split_tail.cu compiled with the -D overrides of VARIANTS
+Each variant is docs/notes/k15/k15_split_tail.cu (the second design of K15, not kept: beside
+this file; it includes cuda_kernels' headers) compiled with the -D overrides of VARIANTS
 (nvcc -cubin, in parallel) and launched from its cubin (cupy) with the launcher's own grid rule
 (k15_splits, restated here for the probe: the extension's launcher is what the study times).
 Every variant is checked against float64 with a NaN-poisoned output, then the variants, K12
@@ -27,7 +28,8 @@ sys.path.insert(0, str(REPO))
 
 from study.measure import baseline, bench  # noqa: E402
 
-SRC = REPO / "cuda_kernels" / "k15_split_tail.cu"
+SRC = Path(__file__).resolve().parent / "k15_split_tail.cu"
+INCLUDE = REPO / "cuda_kernels"
 VARIANTS = {  # name -> -D overrides of the file's defaults
     "K15": {},
     "K15 255 registers": {"K12_MAXNREG": 0},
@@ -54,7 +56,7 @@ def splits(tiles: int, kt: int, sms: int, max_splits: int, cost: int) -> int:
 
 def build(name: str, defines: dict, out: Path) -> Path:
     cubin = out / (name.replace(" ", "_") + ".cubin")
-    cmd = ["nvcc", "-O3", "-std=c++17", "-arch=sm_90", "-cubin", "-I", str(SRC.parent), "-o", str(cubin),
+    cmd = ["nvcc", "-O3", "-std=c++17", "-arch=sm_90", "-cubin", "-I", str(INCLUDE), "-o", str(cubin),
            str(SRC)]
     cmd += [f"-D{k}={v}" for k, v in defines.items()]
     subprocess.run(cmd, check=True, capture_output=True)
