@@ -126,8 +126,9 @@ const char *run(const SgemmKernelInfo &k, const at::Tensor &a, const at::Tensor 
 
 // --- the operator ---------------------------------------------------------------------------
 // The route table (configure_mm): kd[M - 1] the decode rung's function for M = 1 .. kd.size(),
-// top the top rung's, launched where M, N and K are multiples of its tile and its tiles number
-// at least top_min_tiles; everything else goes to at::mm (the vendor's kernel), TF32 off.
+// top the top rung's, launched where M, N and K are multiples of its tile, its tiles number at
+// least top_min_tiles and, for a rung of 128-bit copies (SGEMM_VEC4), the operands are 16-byte
+// aligned; everything else goes to at::mm (the vendor's kernel), TF32 off.
 struct MmRoutes {
     std::vector<const SgemmKernelInfo *> kd;
     const SgemmKernelInfo *top = nullptr;
@@ -158,8 +159,9 @@ const SgemmKernelInfo *route(const at::Tensor &a, const at::Tensor &b, const at:
         return k && (!(k->flags & SGEMM_VEC4) || vec4_ok) ? k : nullptr;
     }
     const SgemmKernelInfo *t = r.top;
+    const bool top_vec4_ok = !(t && (t->flags & SGEMM_VEC4)) || (aligned16(a) && aligned16(b) && aligned16(c));
     if (t && M % t->bm == 0 && N % t->bn == 0 && K % t->bk == 0 &&
-        (M / t->bm) * (N / t->bn) >= r.top_min_tiles)
+        (M / t->bm) * (N / t->bn) >= r.top_min_tiles && top_vec4_ok)
         return t;
     return nullptr;
 }

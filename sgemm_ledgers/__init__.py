@@ -15,8 +15,9 @@ Which kernel it launches follows one rule, handed to the extension once per proc
 - M <= ``KD_MAX_M``, N and K multiples of 4, 16-byte aligned operands: the decode rung KD, on the
   path its registry entry picks for M (``Kernel.path_for``: the streaming GEMV up to M = 8, the
   tiled decode GEMM beyond on sm_90);
-- M, N, K multiples of the top rung's tile (``TOP_RUNG``, 128 x 256 x 16) and at least
-  ``TOP_MIN_TILES_PER_SM`` of its tiles per SM: the top rung;
+- M, N, K multiples of the top rung's tile (``TOP_RUNG``, 128 x 256 x 16), at least
+  ``TOP_MIN_TILES_PER_SM`` of its tiles per SM and 16-byte aligned operands (its copies of B are
+  16 bytes): the top rung;
 - anything else: torch's own matmul (cuBLAS), with TF32 off whatever torch's switch says.
 
 Operands are float32, 2-D, row-major (contiguous) and on one CUDA device; anything else raises a
@@ -37,9 +38,10 @@ _F32 = torch.float32
 # best vendor kernel below M = 64 but at one shape, and at M = 64 ahead on most shapes and behind on
 # a few (docs/notes/kd.md, the panel and the committed runs)
 KD_MAX_M = 64
-# The top rung and how many of its tiles it needs per SM: K12 passes cuBLAS at 4096^3, 8192^3 and
-# prefill (512, 2048, 1184 tiles on 132 SMs) and falls behind at 2048^3 (128 tiles, under one wave)
-TOP_RUNG = "K12"
+# The top rung and how many of its tiles it needs per SM: K15 passes the best vendor kernel at
+# 4096^3 and 8192^3 (512 and 2048 tiles on 132 SMs) and is level with it at 2048^3 (128 tiles,
+# under one wave), where K12 falls behind (docs/notes/k15.md)
+TOP_RUNG = "K15"
 TOP_MIN_TILES_PER_SM = 2
 
 _lock = threading.Lock()
@@ -131,7 +133,7 @@ def _refuse(a, b, out, problem: str):
 
 def route(a, b, out=None) -> str:
     """The function :func:`mm` launches for these operands: a kernel's symbol (``kd_gemv_m1``,
-    ``k12_lean_issue``, ...) or ``"vendor"`` (torch's matmul)."""
+    ``k15_wide_copies``, ...) or ``"vendor"`` (torch's matmul)."""
     import cuda_kernels
 
     if _ops is None:
