@@ -4,6 +4,7 @@
     python -m study.predict --cu FILE.cu --symbol NAME --grid X,Y[,Z] --block T --smem BYTES \\
         --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
     python -m study.predict --check DIR [--arch sm_90] [--json]
+    python -m study.predict --fit DIR [--arch sm_90] [--json]
     python -m study.predict --compare A,B --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
 
 A registered CUDA kernel is compiled as the SASS table compiles it and launched as its
@@ -16,7 +17,10 @@ prediction; ``--json`` one JSON object. ``--check DIR`` predicts every such kern
 the run directory DIR timed (and at every point of its decode panel, where it has one), with
 DIR's gpu.json, and sets each beside the run's time (:mod:`study.predict.check`). ``--compare
 A,B`` sets two kernels' main loops side by side and predicts each with one cost of the model
-switched off at a time (:mod:`study.predict.compare`).
+switched off at a time (:mod:`study.predict.compare`). ``--fit DIR`` fits the model's constants
+for DIR's GPU on a declared set of the kernels DIR timed at 4096³, with leave-one-kernel-out
+(:mod:`study.predict.fit`). Every prediction uses the constants fitted for its GPU (by the name
+in ``--gpu``'s or DIR's gpu.json), else the unfitted anchors.
 """
 
 from __future__ import annotations
@@ -190,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shape", help="M,N,K")
     p.add_argument("--check", metavar="DIR", help="every kernel at every shape of the run directory DIR, "
                    "beside its measured time")
+    p.add_argument("--fit", metavar="DIR", help="fit the model's constants for the GPU of the run "
+                   "directory DIR, with leave-one-kernel-out")
     p.add_argument("--compare", metavar="A,B", help="two registered kernels' main loops side by side, "
                    "and what each cost of the model puts on the gap")
     p.add_argument("--gpu", help=f"GPU constants (default {DEFAULT_GPU.relative_to(DEFAULT_GPU.parents[2])})")
@@ -201,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
 
         a = p.parse_args(argv)
         arch = arches.get(a.arch).sm
+        if a.fit:
+            if a.kernel or a.cu or a.shape or a.check or a.compare or a.gpu:
+                raise InputError("--fit DIR takes no --kernel, --cu, --shape, --check, --compare or --gpu")
+            from study.predict import fit
+
+            return fit.run_dir(a.fit, arch, a.json, registered)
         if a.check:
             if a.kernel or a.cu or a.shape:
                 raise InputError("--check DIR takes no --kernel, --cu or --shape")

@@ -71,7 +71,7 @@ def compare(loaded: dict, shape, gpu, arch: str) -> list[dict]:
     for name, ((body, cycles), launch) in loaded.items():
         facts = loop_facts(body, cycles)
         for variant, change in VARIANTS.items():
-            c = dataclasses.replace(issue.DEFAULT, **change)
+            c = dataclasses.replace(issue.constants_for(gpu.name), **change)
             p = model.predict(body, launch, shape, gpu, arch, c=c, l1_cycles=cycles)
             rows.append({"kernel": name, "variant": variant, "ms": p["ms"], "issue_pct": p["issue_pct"],
                          "bound": p["bound"], **facts})

@@ -64,7 +64,25 @@ class Constants:
         return dict(self.__dict__)
 
 
-DEFAULT = Constants()  # not yet fitted on a GPU: anchors of the order published for Hopper
+DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published for Hopper
+
+# One set per GPU, by its name as its gpu.json gives it, fitted by ``python -m study.predict --fit
+# DIR`` (study.predict.fit: the fields searched, the kernels fitted on and the objective):
+# NVIDIA H200: ``python -m study.predict --fit reports``, on the committed run of f951d507f8db (the
+# commit column of reports/data/results.csv).
+FITTED: dict[str, Constants] = {
+    "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, barrier_latency=60),
+}
+
+
+def constants_for(gpu_name: str | None) -> Constants:
+    """The set fitted for the GPU named ``gpu_name``, else the anchors (:data:`DEFAULT`)."""
+    return FITTED.get(str(gpu_name or "").strip(), DEFAULT)
+
+
+def fitted(c: Constants, gpu_name: str | None) -> bool:
+    """Whether ``c`` is the set fitted for the GPU named ``gpu_name``."""
+    return FITTED.get(str(gpu_name or "").strip()) == c
 
 
 def wavefronts(ins: Instr) -> int:

@@ -13,8 +13,9 @@ at the GPU's clock; DRAM as a floor.
 * DRAM floor: A, B and C moved once at the run's measured read bandwidth.
 
 What is not modelled yet is said with the result (``missing``): the code before and after the
-loop, instruction-cache misses, constants not yet fitted on the GPU, and for warp-specialised
-kernels the producer warps' own code (only the warps that own outputs run the main loop).
+loop, instruction-cache misses, the constants where none are fitted for the GPU (the anchors
+stand in: :func:`study.predict.issue.constants_for`), and for warp-specialised kernels the
+producer warps' own code (only the warps that own outputs run the main loop).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from dataclasses import dataclass
 from study.predict import issue
 from study.toolchain import lanes, occupancy, sass
 
-MISSING = ("prologue and epilogue", "instruction cache", "unfitted constants")
+MISSING = ("prologue and epilogue", "instruction cache")
+UNFITTED = "unfitted constants"
 
 
 @dataclass(frozen=True)
@@ -54,13 +56,16 @@ class Launch:
 
 
 def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: str = "sm_90",
-            c: issue.Constants = issue.DEFAULT, l1_cycles: list | None = None,
+            c: issue.Constants | None = None, l1_cycles: list | None = None,
             loops: dict | None = None) -> dict:
     """The prediction for one kernel at ``shape`` (M, N, K): its main loop's SASS ``body`` run
-    with ``launch`` on ``gpu`` (a :class:`study.rundata.gpu.GPU`); ``l1_cycles`` as
+    with ``launch`` on ``gpu`` (a :class:`study.rundata.gpu.GPU`) under the constants ``c`` (by
+    default those fitted for ``gpu``'s name, else the anchors); ``l1_cycles`` as
     :func:`main_loop_of` gives them. ``loops``: a dict in which the loop's steady state is kept
-    for the next shape with the same loop and residency (the loop does not depend on the shape)."""
+    for the next shape with the same loop, residency and constants (the loop does not depend on
+    the shape)."""
     M, N, K = shape
+    c = issue.constants_for(gpu.name) if c is None else c
     ffma = sum(1 for i in body if i.base == "FFMA")
     if not body or ffma == 0:
         raise ValueError("no main loop with FFMA in the SASS: nothing to predict from")
@@ -107,15 +112,15 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "loop_instructions": len(body),
         "loop_ffma": ffma,
         "dram_ms": dram_s * 1e3,
-        "missing": missing(body, l1_cycles),
+        "missing": missing(body, l1_cycles, issue.fitted(c, gpu.name)),
     }
 
 
-def missing(body: list, l1_cycles: list | None) -> list[str]:
-    """What this prediction leaves out: always :data:`MISSING`; the tensor copies' barrier waits
-    where the loop has them; the shared accesses whose lanes' addresses the SASS did not give
-    (priced by width)."""
-    out = list(MISSING)
+def missing(body: list, l1_cycles: list | None, fitted: bool = False) -> list[str]:
+    """What this prediction leaves out: always :data:`MISSING`; :data:`UNFITTED` unless the
+    constants are those ``fitted`` for the GPU; the tensor copies' barrier waits where the loop
+    has them; the shared accesses whose lanes' addresses the SASS did not give (priced by width)."""
+    out = list(MISSING) + ([] if fitted else [UNFITTED])
     if any(i.base in ("SYNCS", "UTMALDG", "UBLKCP") for i in body):
         out.append("tensor copies and their barrier waits")
     known = l1_cycles or [None] * len(body)
