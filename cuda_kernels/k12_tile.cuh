@@ -1,7 +1,6 @@
 // K12's block tile: what k12_lean_issue.cu (K12) and k15_wide_copies.cu (K15, with B_VEC 4) run
-// once per tile of C. K10 and K11 are held by how many instructions
-// their FMA warps issue besides the FFMAs (docs/notes/k12.md), so the idea here is fewer and more
-// regular ones around the FFMAs:
+// once per tile of C. K10 and K11 are held by how many instructions their FMA warps issue besides
+// the FFMAs (docs/notes/k12.md), so the idea here is fewer and more regular ones around the FFMAs:
 //  - shared memory is addressed with 32-bit shared-window addresses (ld.shared / cp.async
 //    through PTX), so every fragment load is LDS.128 [R + constant];
 //  - the two stages sit 2^n bytes apart from a 2^(n+1)-aligned base: switching stage is one XOR
@@ -138,9 +137,10 @@ __device__ __forceinline__ void k12_lds4(float *v, uint32_t addr) {
 // acc = A[row0 .. row0 + BM, 0 .. K) x B[0 .. K, col0 .. col0 + BN), with the block's dynamic
 // shared memory `smem` (K12_SMEM_BYTES); A's rows are lda floats apart (a part of K of a wider A
 // is A advanced to its first k, with lda that A's K), B's N. acc holds the thread's TM x TN
-// outputs of the tile (see k12_row, k12_col). K is taken in phases: phase 0 holds the ragged k_first = K - BK * (phases - 1)
-// values of k (1 .. BK), phase p >= 1 the BK values from k_first + BK * (p - 1); taking the
-// ragged end first leaves every later phase whole, so the main loop has no K guard.
+// outputs of the tile (see k12_row, k12_col). K is taken in phases: phase 0 holds the ragged
+// k_first = K - BK * (phases - 1) values of k (1 .. BK), phase p >= 1 the BK values from
+// k_first + BK * (p - 1); taking the ragged end first leaves every later phase whole, so the main
+// loop has no K guard.
 __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, int N, int K, int lda,
                                          const float *__restrict__ A, const float *__restrict__ B,
                                          int row0, int col0, unsigned char *smem) {

@@ -1,3 +1,5 @@
+// The second design of K15, tried and not kept (docs/notes/k15.md): variants.py beside this file
+// builds it with cuda_kernels/ on the include path and times its variants. As it was built:
 // K15: K12's block tile with B copied 16 bytes at a time and the last, partial wave of tiles cut
 // along K.
 //  - B's copies (K12_B_VEC 4): a quarter of K12's copy instructions of B, each a 16-byte
