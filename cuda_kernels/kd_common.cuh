@@ -1,10 +1,9 @@
 // What KD's two paths share: the integer ticket by which the last block of an output tile adds
-// the tile's parts of K, the moves of a thread's sums to and from a part's slot, and the
-// per-device workspace that holds the parts and tickets. The streaming GEMV (kd_gemv_stream.cu)
-// and the tiled decode GEMM (kd_gemm_tiled.cu) both split K across blocks where the output tiles
-// alone would leave SMs idle; each block leaves its part in the workspace and the block that
-// brings a tile's last part sums them in the order of K, so the result is the same bit for bit
-// from run to run (no float atomics).
+// the tile's parts of K, and the per-device workspace that holds those parts and tickets. The
+// streaming GEMV (kd_gemv_stream.cu) and the tiled decode GEMM (kd_gemm_tiled.cu) both split K
+// across blocks where the output tiles alone would leave SMs idle; each block leaves its part in
+// the workspace and the block that brings a tile's last part sums them in the order of K, so the
+// result is the same bit for bit from run to run (no float atomics).
 #pragma once
 
 #include "common.cuh"
@@ -25,49 +24,6 @@ __device__ __forceinline__ bool kd_ticket(unsigned *ticket, unsigned last) {
     const bool is_last = atomicAdd(ticket, 1u) == last;
     asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
     return is_last;
-}
-__device__ __forceinline__ float4 kd_f4(const float *v) { return make_float4(v[0], v[1], v[2], v[3]); }
-
-// A lane's TM x TN sums as a flat array f = TN i + j, moved in the threads' order: value group q
-// of thread `tid` of T at dst[q T + tid], groups of 4 floats (one 16-byte access) where TM TN is a
-// multiple of 4, of 1 elsewhere. `put(p, v)` and `get(p, v)` do the access (shared or global).
-template <int F>
-struct KdFlat {
-    static constexpr int V = F % 4 == 0 ? 4 : 1;  // floats an access
-    static constexpr int Q = F / V;              // accesses a thread
-};
-template <int F, class Put>
-__device__ __forceinline__ void kd_flat_put(const float (&acc)[F], float *dst, int T, int tid, Put put) {
-    constexpr int V = KdFlat<F>::V;
-#pragma unroll
-    for (int q = 0; q < KdFlat<F>::Q; ++q) put(dst + V * ((size_t)q * T + tid), acc + V * q);
-}
-template <int F, class Get>
-__device__ __forceinline__ void kd_flat_add(float (&acc)[F], const float *src, int T, int tid, Get get) {
-    constexpr int V = KdFlat<F>::V;
-    float v[F];
-#pragma unroll
-    for (int q = 0; q < KdFlat<F>::Q; ++q) get(src + V * ((size_t)q * T + tid), v + V * q);  // all in flight
-#pragma unroll
-    for (int f = 0; f < F; ++f) acc[f] += v[f];
-}
-// One access of V floats (4: 16 bytes) at p: in global memory through the L2 only (the slots), or
-// in shared memory (the groups' sums).
-template <int V, bool GLOBAL>
-__device__ __forceinline__ void kd_put(float *p, const float *v) {
-    if constexpr (V == 4 && GLOBAL) __stcg(reinterpret_cast<float4 *>(p), kd_f4(v));
-    else if constexpr (V == 4) *reinterpret_cast<float4 *>(p) = kd_f4(v);
-    else if constexpr (GLOBAL) __stcg(p, v[0]);
-    else *p = v[0];
-}
-template <int V, bool GLOBAL>
-__device__ __forceinline__ void kd_get(const float *p, float *v) {
-    if constexpr (V == 4) {
-        const float4 x = GLOBAL ? __ldcg(reinterpret_cast<const float4 *>(p)) : *reinterpret_cast<const float4 *>(p);
-        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-    } else {
-        v[0] = GLOBAL ? __ldcg(p) : *p;
-    }
 }
 #endif
 

@@ -1,7 +1,7 @@
 // KD's tiled decode GEMM (kd_gemm_tiled.cu): its #ifndef parameters, the layout of a stage in
-// shared memory, and the device helpers of its consumers: the (tile, stage of K) units of a
-// block, a tile's end, and a group's FMAs of one stage (the moves of a lane's sums, to shared
-// memory or to a workspace slot, are kd_common.cuh's).
+// shared memory, and the device helpers of its consumers: the moves of a lane's sums (to shared
+// memory or to a workspace slot), the (tile, stage of K) units of a block, a tile's end, and a
+// group's FMAs of one stage.
 #pragma once
 
 #include "common.cuh"
@@ -83,6 +83,50 @@ static_assert(KD_SK_REGS == 0 || (KD_SK_WARPS % 4 == 0 && KD_SK_REGS % 8 == 0 &&
                                   KD_SK_BLOCKS_PER_SM * (KD_SK_PRODUCERS * KD_SK_PRODUCER_REGS +
                                                          KD_SK_CONSUMERS * KD_SK_REGS) <= 65536),
               "setmaxnreg: whole warp groups, multiples of 8 up to 256, the blocks' registers in the file");
+
+__device__ __forceinline__ float4 kd_f4(const float *v) { return make_float4(v[0], v[1], v[2], v[3]); }
+
+// A lane's TM x TN sums as a flat array f = TN i + j, moved in the threads' order: value group q
+// of thread `tid` of T at dst[q T + tid], groups of 4 floats (one 16-byte access) where TM TN is a
+// multiple of 4, of 1 elsewhere. `put(p, v)` and `get(p, v)` do the access (shared or global).
+template <int F>
+struct KdFlat {
+    static constexpr int V = F % 4 == 0 ? 4 : 1;  // floats an access
+    static constexpr int Q = F / V;              // accesses a thread
+};
+template <int F, class Put>
+__device__ __forceinline__ void kd_flat_put(const float (&acc)[F], float *dst, int T, int tid, Put put) {
+    constexpr int V = KdFlat<F>::V;
+#pragma unroll
+    for (int q = 0; q < KdFlat<F>::Q; ++q) put(dst + V * ((size_t)q * T + tid), acc + V * q);
+}
+template <int F, class Get>
+__device__ __forceinline__ void kd_flat_add(float (&acc)[F], const float *src, int T, int tid, Get get) {
+    constexpr int V = KdFlat<F>::V;
+    float v[F];
+#pragma unroll
+    for (int q = 0; q < KdFlat<F>::Q; ++q) get(src + V * ((size_t)q * T + tid), v + V * q);  // all in flight
+#pragma unroll
+    for (int f = 0; f < F; ++f) acc[f] += v[f];
+}
+// One access of V floats (4: 16 bytes) at p: in global memory through the L2 only (the slots), or
+// in shared memory (the groups' sums).
+template <int V, bool GLOBAL>
+__device__ __forceinline__ void kd_put(float *p, const float *v) {
+    if constexpr (V == 4 && GLOBAL) __stcg(reinterpret_cast<float4 *>(p), kd_f4(v));
+    else if constexpr (V == 4) *reinterpret_cast<float4 *>(p) = kd_f4(v);
+    else if constexpr (GLOBAL) __stcg(p, v[0]);
+    else *p = v[0];
+}
+template <int V, bool GLOBAL>
+__device__ __forceinline__ void kd_get(const float *p, float *v) {
+    if constexpr (V == 4) {
+        const float4 x = GLOBAL ? __ldcg(reinterpret_cast<const float4 *>(p)) : *reinterpret_cast<const float4 *>(p);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else {
+        v[0] = GLOBAL ? __ldcg(p) : *p;
+    }
+}
 
 // A tile of C is BM = LR * TM rows by BN = WN * SK_NW columns; a warp owns WN = LC * TN of them,
 // lane (rg, cg) = (lane % LR, lane / LR) the rows TM rg .. TM rg + TM - 1, the columns

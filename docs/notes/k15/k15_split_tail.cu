@@ -30,7 +30,7 @@
 #define K12_MAXNREG 240  // the register budget (k12_tile.cuh's K12_BOUNDS): see below
 #endif
 #include "k12_tile.cuh"
-#include "kd_common.cuh"  // the ticket, the slots' moves and the workspace
+#include "kd_gemm_tiled.cuh"  // KD's ticket, the slots' moves and the workspace
 
 #ifndef K15_MAX_SPLITS
 #define K15_MAX_SPLITS 16  // the most parts a tile of the last wave is cut into
