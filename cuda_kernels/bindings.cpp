@@ -91,10 +91,11 @@ const char *run(const SgemmKernelInfo &k, const at::Tensor &a, const at::Tensor 
             "c must not share memory with a or b (the kernels read them as __restrict__)");
     // gridDim.y holds cdiv(M, BM) blocks, or cdiv(N, BN) where y walks the columns of C (a
     // balanced grid is one-dimensional)
-    if (k.flags & SGEMM_Y_WALKS_N) {
+    if (k.flags & SGEMM_BALANCED) {
+    } else if (k.flags & SGEMM_Y_WALKS_N) {
         REQUIRE((N + k.bn - 1) / k.bn <= kMaxGridY,
                 "N exceeds what gridDim.y covers: cdiv(N, BN) must be <= 65535");
-    } else if (!(k.flags & SGEMM_BALANCED)) {
+    } else {
         REQUIRE((M + k.bm - 1) / k.bm <= kMaxGridY,
                 "M exceeds what gridDim.y covers: cdiv(M, BM) must be <= 65535");
     }
@@ -152,13 +153,15 @@ const SgemmKernelInfo *route(const at::Tensor &a, const at::Tensor &b, const at:
     const MmRoutes &r = mm_routes();
     const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
     if (M < 1 || N < 1 || K < 1) return nullptr;
-    // what a kernel of 128-bit loads (SGEMM_VEC4) needs of the operands
-    const bool vec4_ok = N % 4 == 0 && K % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
-    auto takes = [&](const SgemmKernelInfo *k) { return k && (!(k->flags & SGEMM_VEC4) || vec4_ok); };
-    if (M <= static_cast<int64_t>(r.kd.size())) return takes(r.kd[M - 1]) ? r.kd[M - 1] : nullptr;
+    if (M <= static_cast<int64_t>(r.kd.size())) {
+        const SgemmKernelInfo *k = r.kd[M - 1];
+        const bool vec4_ok = N % 4 == 0 && K % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
+        return k && (!(k->flags & SGEMM_VEC4) || vec4_ok) ? k : nullptr;
+    }
     const SgemmKernelInfo *t = r.top;
-    if (takes(t) && M % t->bm == 0 && N % t->bn == 0 && K % t->bk == 0 &&
-        (M / t->bm) * (N / t->bn) >= r.top_min_tiles)
+    const bool top_vec4_ok = !(t && (t->flags & SGEMM_VEC4)) || (aligned16(a) && aligned16(b) && aligned16(c));
+    if (t && M % t->bm == 0 && N % t->bn == 0 && K % t->bk == 0 &&
+        (M / t->bm) * (N / t->bn) >= r.top_min_tiles && top_vec4_ok)
         return t;
     return nullptr;
 }
