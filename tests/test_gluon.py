@@ -27,9 +27,10 @@ PER_PHASE = {
     "triton_kernels.g10_gluon": dict(FFMA=1024, LDS128=48, LDG128=3, LDGSTS=0, BAR=1, PEELED=0),
     # K12's 128 x 256 x 16 tile, 256 threads, 16 x 8 outputs each: per k-step 128 FFMA and
     # 16 / 4 + 8 / 4 LDS.128, 16 k-steps; 4-byte copies 128 * 16 / 256 = 8 of A and
-    # 16 * 256 / 256 = 16 of B per thread; no LDG; one barrier
+    # 16 * 256 / 256 = 16 of B per thread; no LDG; one barrier. Outside the loop: the odd phase
+    # (the loop runs phases in pairs) and the last phase, written for either stage it reads
     "triton_kernels.g12_gluon": dict(FFMA=16 * 128, LDS128=16 * (4 + 2), LDG128=0, LDGSTS=8 + 16, BAR=1,
-                                     PEELED=1),
+                                     PEELED=3),
 }
 GPU_SHAPES = [(1, 4, 4), (33, 68, 20), (67, 132, 96), (4096, 4096, 4096), (300, 260, 36)]
 

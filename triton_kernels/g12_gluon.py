@@ -27,21 +27,20 @@ Everything else follows K12:
 * The ragged end of K first: phase 0 copies K - 16 (phases - 1) values of k (masked: the rest
   zero-filled by the copy) and every later phase is whole; the last phase is peeled (no
   copies, no barrier).
-* A phase's copies are issued in two bursts (:data:`COPY_STEPS` = 1: one ``async_copy`` of each
-  operand's whole K-tile, A's at k-step 0 and B's at k-step :data:`B_STEP`) or, as K12's, spread
-  over its first COPY_STEPS k-steps, copy c in k-step c % COPY_STEPS (one ``async_copy`` per
-  piece). A burst of copies holds its warps: the L1 takes one line a cycle, and each copy waits
-  for its address registers to be read before they are reused, so the later copies of every warp
-  wait behind the earlier ones (long-scoreboard stalls); half a phase between A's copy and B's
-  halves the burst (``docs/notes/g12.md`` has the stalls and the timings).
-  They are committed, waited for at
-  the last k-step, whose A and B values are then in registers, and followed by one barrier that
-  both publishes them and frees the stage just read: one barrier per phase. (Triton 3.6's
-  barrier analysis does not tell slices of one buffer apart and puts a barrier between the
-  pieces: 17 per phase for COPY_STEPS = 4; Triton 3.9 puts none.)
+* A phase's copies are issued in two bursts: one ``async_copy`` of A's whole K-tile at k-step 0
+  and one of B's at k-step :data:`B_STEP`. They are committed, waited for at the last k-step,
+  and followed by one barrier that both publishes them and frees the stage just read: one
+  barrier per phase. (Copies in pieces, spread over the phase as K12 spreads them, ran slower:
+  each piece's bank conflicts interrupt the fragment loads of more k-steps; and under Triton 3.6
+  slices of one buffer cost a barrier each. ``docs/notes/g12.md`` has both.)
+* The fragments are read one k-step ahead (:data:`AHEAD`), as K12's double-buffered registers:
+  each k-step reads the next one's values before its FMAs, and the last k-step, after the
+  barrier, reads k-step 0 of the other stage.
 * Two shared stages, two allocations named in the code (one loop iteration runs two phases,
-  stage 0 then stage 1), as G10; the peeled last phase reads stage 0 or 1 by the parity of the
-  number of phases.
+  stage 0 then stage 1), as G10. With an even number of phases an odd one runs after the loop
+  (a branch inside it would leave the stage read ahead after the barrier, and the next
+  iteration's copy into it would need a barrier of its own); the peeled last phase reads stage 0
+  or 1 by the parity of the number of phases.
 * Per k-step a thread reads its 16 A values (4 x LDS.128) and 8 B values (2 x LDS.128): a
   [128 x 1] view of As[k] and a [1 x 256] view of Bs[k] loaded in the accumulator's layout,
   then 128 ``gl.fma`` (FFMA, never tensor cores) of their broadcast product.
@@ -54,19 +53,19 @@ in 3.6, ``async_load`` in 3.9 (where the old name raises); :data:`async_copy` is
 installed Triton has, and the twin uses it rather than G10's register prefetch because it is
 K12's own mechanism (no prefetch registers, no shared stores).
 
-What K12 does that a Gluon kernel does not state: As's rows padded by 4 floats (Triton 3.9's
-cp.async lowering takes no ``PaddedSharedLayout`` -- "padded shared encoding has no linear
-layout" -- and a swizzled As cannot be sliced by k for the fragment loads), so As is unpadded;
-with K12's copy map (A_LANES_K = 16) A's copies would meet 16-way bank conflicts (lanes 0..15
-writing 16 rows k of one column m) where K12's padded rows meet 2-way, so the twin takes
-A_LANES_K = 4 (8 lanes along m: 4-way, for 16 contiguous bytes of 8 rows per copy instruction
-in place of K12's 64 of two); its 32-bit shared-window addresses and the stage
-switch by one XOR of each address register (Gluon allocates the two stages and computes their
-addresses itself); K12's double-buffered register fragments (k-step k + 1's values read before
-step k's FMAs: the order of loads and FMAs inside the unrolled phase is left to the LLVM/ptxas
-scheduler); and
-``__launch_bounds__(256, 1)``, for which the compile takes ``maxnreg`` as an option
-(:data:`MAXNREG`, None = the compiler's choice).
+What K12 does that a Gluon kernel does not state: As's rows padded by 4 floats. Gluon has no way
+to write it: an As in a ``PaddedSharedLayout`` does not lower (Triton 3.6 and 3.9 both fail in
+ConvertTritonGPUToLLVM), a swizzled As cannot be sliced by k for the fragment loads ("We don't
+support splitting along the swizzling pattern"), and an allocation of 132-float rows is refused
+(shapes must be powers of 2). So As is unpadded, and with K12's copy map (A_LANES_K = 16) A's
+copies would meet 16-way bank conflicts (lanes 0..15 writing 16 rows k of one column m) where
+K12's padded rows meet 2-way; the twin takes A_LANES_K = 4 (8 lanes along m: 4-way, for 16
+contiguous bytes of 8 rows per copy instruction in place of K12's 64 of two). Its copies of A hold
+the shared-memory unit 11 wavefronts each where K12's hold it 3, and the fragment loads queued
+behind them are what the warps wait for (docs/notes/g12.md). Also not stated: K12's 32-bit shared-
+window addresses and the stage switch by one XOR of each address register (Gluon allocates the two
+stages and computes their addresses itself); and ``__launch_bounds__(256, 1)``, for which the
+compile takes ``maxnreg`` as an option (:data:`MAXNREG`, None = the compiler's choice).
 """
 
 from __future__ import annotations
@@ -82,22 +81,21 @@ BM, BN, BK = 128, 256, 16
 WARPS_M, WARPS_N = 2, 4
 NUM_WARPS = WARPS_M * WARPS_N  # 256 threads
 TM, TN = 16, 8  # outputs per thread: rows x columns, as 4 x 4 sub-blocks
-# k-steps of a phase that issue its copies (K12_COPY_STEPS is 4): 1, one copy per operand and
-# K-tile, because under Triton 3.6 the pieces of 4 cost barriers (module docstring)
-COPY_STEPS = 1
 MULTIPLE_OF = (1, 1, 1)  # any M, N, K, as K12 (SGEMM_PLAIN)
 # the register cap (None: the compiler's choice; docs/notes/g12.md compares a cap of 232)
 MAXNREG = None
-# lanes of a warp along k in A's copy map (the rest along m). 16 is K12's map: a copy reads 64
-# contiguous bytes of two rows, and its 16 lanes along k write one column m of the unpadded As,
-# one bank: 16-way. With r lanes along k a copy instruction touches 32 / r rows (L1 lines) and
-# writes r-way conflicted; 4 (8 lines, 4-way) balances the two (2, 4, 8 and 16 are compared in
-# docs/notes/g12.md)
+# each k-step reads the next one's values from shared memory before its FMAs (K12's double-buffered
+# fragments); False: each reads its own just before them, the order left to the compilers
+AHEAD = True
+# lanes of a warp along k in A's copy map (the rest along m). 16 is K12's map. Into the unpadded As,
+# r lanes along k write r rows of one column m, one bank: r-way; and a copy instruction reads 32 / r
+# rows of A (L1 lines). 4 and 8 cost a copy the fewest shared-memory wavefronts (lines plus the
+# conflicts' extra ones: 11, against 17 for 2 or 16 and 32 for 1), and 4 ran fastest
+# (docs/notes/g12.md)
 A_LANES_K = 4
-# the k-step of a phase that issues B's copy (COPY_STEPS = 1; A's is at k-step 0): 8, half a
-# phase after A's, so that the two copies do not make one burst (0, 4, 8 and 12 compared in
-# docs/notes/g12.md). Copies into two allocations at two k-steps cost Triton 3.6 no barrier
-# (slices of one would)
+# the k-step of a phase that issues B's copy (A's is at k-step 0): 8, half a phase after A's
+# (0, 4, 8 and 12 compared in docs/notes/g12.md). Copies into two allocations at two k-steps
+# cost Triton 3.6 no barrier (slices of one would)
 B_STEP = 8
 NAME = "G12"
 
@@ -137,45 +135,67 @@ SUPPORTED = unsupported_reason() is None
 
 
 @gluon.jit
-def _phase(acc, a_cur, b_cur, a_nxt, b_nxt, a_tile, b_tile, a_src, b_src, koff, stride_ak, stride_bk,
-           BK: gl.constexpr, BM: gl.constexpr, COPY_STEPS: gl.constexpr, A_PIECE: gl.constexpr,
-           ACC: gl.constexpr, B_STEP: gl.constexpr):
-    """One whole phase: multiply stage (a_cur, b_cur) while the K-tile from k = ``koff`` is
-    copied into (a_nxt, b_nxt); one barrier at its last k-step."""
-    a_t = a_cur.permute([1, 0])  # [BM, BK] view of As[k][m]
-    for k in gl.static_range(BK):
-        av = a_t.slice(k, 1, dim=1).load(ACC)  # [BM, 1]: As[k][rows of the thread], 4 x LDS.128
-        bv = b_cur.slice(k, 1, dim=0).load(ACC)  # [1, BN]: Bs[k][its columns], 2 x LDS.128
-        if COPY_STEPS == 1:  # the whole K-tile: A's copy at k-step 0, B's at k-step B_STEP
-            if k == 0:
-                async_copy(a_nxt, a_tile + koff * stride_ak)
-            if k == B_STEP:
-                async_copy(b_nxt, b_tile + koff * stride_bk)
-                _ac.commit_group()
-        elif k < COPY_STEPS:  # K12's spread: copy c in k-step c % COPY_STEPS
-            for c in gl.static_range(k, BM // A_PIECE, COPY_STEPS):  # A: rows tid / 16 + 16 c
-                async_copy(a_nxt.slice(A_PIECE * c, A_PIECE, dim=1), a_src[c] + koff * stride_ak)
-            for c in gl.static_range(k, BK, COPY_STEPS):  # B: row c, column tid
-                async_copy(b_nxt.slice(c, 1, dim=0), b_src + (koff + c) * stride_bk)
-            if k == COPY_STEPS - 1:
-                _ac.commit_group()
-        if k == BK - 1:
-            # this step's values are in registers and the other stage's copies are issued:
-            # wait for them, then one barrier publishes them and frees this stage
-            _ac.wait_group(0)
-            cta_barrier()
-        acc = gl.fma(av, bv, acc)  # 16 x 8 FFMA
-    return acc
+def _copies(k, a_nxt, b_nxt, a_tile, b_tile, koff, stride_ak, stride_bk, B_STEP: gl.constexpr):
+    """The copies k-step ``k`` of a phase issues into the other stage (a_nxt, b_nxt): A's whole
+    K-tile at k-step 0, B's at k-step B_STEP, which commits them."""
+    if k == 0:
+        async_copy(a_nxt, a_tile + koff * stride_ak)
+    if k == B_STEP:
+        async_copy(b_nxt, b_tile + koff * stride_bk)
+        _ac.commit_group()
 
 
 @gluon.jit
-def _last_phase(acc, a_cur, b_cur, BK: gl.constexpr, ACC: gl.constexpr):
-    """The peeled last phase: nothing left to copy, no barrier."""
-    a_t = a_cur.permute([1, 0])
+def _fragments(a_stage, b_stage, k, ACC: gl.constexpr):
+    """Step ``k``'s values of one stage in the accumulator's layout: As[k][rows of the thread]
+    ([BM, 1], 4 x LDS.128) and Bs[k][its columns] ([1, BN], 2 x LDS.128)."""
+    av = a_stage.permute([1, 0]).slice(k, 1, dim=1).load(ACC)
+    bv = b_stage.slice(k, 1, dim=0).load(ACC)
+    return av, bv
+
+
+@gluon.jit
+def _phase(acc, av, bv, a_cur, b_cur, a_nxt, b_nxt, a_tile, b_tile, koff, stride_ak, stride_bk,
+           BK: gl.constexpr, B_STEP: gl.constexpr, ACC: gl.constexpr, AHEAD: gl.constexpr):
+    """One whole phase: multiply stage (a_cur, b_cur) while the K-tile from k = ``koff`` is
+    copied into (a_nxt, b_nxt); one barrier at its last k-step. With AHEAD, (av, bv) are k-step
+    0's values, read before the phase, and each k-step reads the next one's before its FMAs (the
+    last reads k-step 0 of the other stage, after the barrier); returns them with the sums.
+    Without, each k-step reads its own values just before its FMAs."""
     for k in gl.static_range(BK):
-        av = a_t.slice(k, 1, dim=1).load(ACC)
-        bv = b_cur.slice(k, 1, dim=0).load(ACC)
+        if AHEAD:
+            if k == BK - 1:
+                # this step's values are in registers and the other stage's copies are issued:
+                # wait for them; one barrier publishes them and frees this stage
+                _ac.wait_group(0)
+                cta_barrier()
+                an, bn = _fragments(a_nxt, b_nxt, 0, ACC)
+            else:
+                an, bn = _fragments(a_cur, b_cur, k + 1, ACC)
+        else:
+            av, bv = _fragments(a_cur, b_cur, k, ACC)
+        _copies(k, a_nxt, b_nxt, a_tile, b_tile, koff, stride_ak, stride_bk, B_STEP)
+        if not AHEAD and k == BK - 1:
+            _ac.wait_group(0)
+            cta_barrier()
+        acc = gl.fma(av, bv, acc)  # 16 x 8 FFMA
+        if AHEAD:
+            av, bv = an, bn
+    return acc, av, bv
+
+
+@gluon.jit
+def _last_phase(acc, av, bv, a_cur, b_cur, BK: gl.constexpr, ACC: gl.constexpr, AHEAD: gl.constexpr):
+    """The peeled last phase: nothing left to copy, no barrier; (av, bv) as for :func:`_phase`."""
+    for k in gl.static_range(BK):
+        if AHEAD:
+            if k < BK - 1:
+                an, bn = _fragments(a_cur, b_cur, k + 1, ACC)
+        else:
+            av, bv = _fragments(a_cur, b_cur, k, ACC)
         acc = gl.fma(av, bv, acc)
+        if AHEAD and k < BK - 1:
+            av, bv = an, bn
     return acc
 
 
@@ -184,17 +204,14 @@ def g12_kernel(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, COPY_STEPS: gl.constexpr,
-    A_LANES_K: gl.constexpr, B_STEP: gl.constexpr,
+    BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, A_LANES_K: gl.constexpr,
+    B_STEP: gl.constexpr, AHEAD: gl.constexpr,
 ):
     """C[M, N] = A[M, K] @ B[K, N] in FP32; one program computes one BM x BN tile of C."""
     gl.static_assert(gl.num_warps() == 8)
-    A_PIECE: gl.constexpr = 16  # rows of A per copy c: 256 threads / BK columns
-    gl.static_assert(A_PIECE * BK == 32 * gl.num_warps())
     ACC: gl.constexpr = ACC_LAYOUT
     # A's K-tile [BK, BM]: lanes -> A_LANES_K values of k (fastest) x 32 / A_LANES_K rows, the
-    # warps -> the rest of k (at most 8 deep), then rows; register c -> row + 16 c. A [BK, A_PIECE]
-    # piece in it is one copy c
+    # warps -> the rest of k (at most 8 deep), then rows
     WK: gl.constexpr = BK // A_LANES_K if BK // A_LANES_K < 8 else 8
     LA: gl.constexpr = gl.BlockedLayout([1, 1], [A_LANES_K, 32 // A_LANES_K], [WK, 8 // WK], [0, 1])
     # B's K-tile [BK, BN]: thread tid -> column tid, register c -> row c
@@ -217,14 +234,6 @@ def g12_kernel(
     bk = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
     bn = gl.minimum(pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)), N - 1)
     b_tile = b_ptr + bk[:, None] * stride_bk + bn[None, :] * stride_bn  # [BK, BN]
-    b_src = b_ptr + bn[None, :] * stride_bn  # [1, BN]: row 0, for the copies of one row
-    # A's copy c as its own [BK, A_PIECE] piece, for the copies spread over COPY_STEPS k-steps
-    pm = gl.arange(0, A_PIECE, layout=gl.SliceLayout(0, LA))
-    pk = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
-    a_src = ()
-    for c in gl.static_range(BM // A_PIECE):
-        rows = gl.minimum(pid_m * BM + A_PIECE * c + pm, M - 1)
-        a_src = a_src + (a_ptr + rows[None, :] * stride_am + pk[:, None] * stride_ak,)
 
     phases = gl.cdiv(K, BK)
     k_first = K - BK * (phases - 1)  # values of k in phase 0 (1 .. BK)
@@ -237,21 +246,25 @@ def g12_kernel(
     cta_barrier()
 
     acc = gl.zeros([BM, BN], gl.float32, ACC)
+    av, bv = _fragments(a_s0, b_s0, 0, ACC)  # read ahead (AHEAD) or again by k-step 0
     koff = k_first  # first k of the K-tile being copied
-    # phases 1 .. phases - 1, two per iteration: stage 0 then stage 1 (named, not indexed)
-    for p in range(1, phases, 2):
-        acc = _phase(acc, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, a_src, b_src, koff, stride_ak,
-                     stride_bk, BK, BM, COPY_STEPS, A_PIECE, ACC, B_STEP)
+    # phases 1 .. phases - 1, two per iteration: stage 0 then stage 1 (named, not indexed); an odd
+    # one after the loop, so that no branch inside it leaves a stage read after its barrier (the
+    # next iteration's copy into it would need another barrier)
+    for _p in range(1, phases - 1, 2):
+        acc, av, bv = _phase(acc, av, bv, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, koff,
+                             stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
         koff += BK
-        if p + 1 < phases:
-            acc = _phase(acc, a_s1, b_s1, a_s0, b_s0, a_tile, b_tile, a_src, b_src, koff, stride_ak,
-                         stride_bk, BK, BM, COPY_STEPS, A_PIECE, ACC, B_STEP)
-            koff += BK
+        acc, av, bv = _phase(acc, av, bv, a_s1, b_s1, a_s0, b_s0, a_tile, b_tile, koff,
+                             stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
+        koff += BK
     # the last phase reads the stage its tile was copied into: 0 for an odd number of phases
-    if phases % 2 == 1:
-        acc = _last_phase(acc, a_s0, b_s0, BK, ACC)
+    if phases % 2 == 0:
+        acc, av, bv = _phase(acc, av, bv, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, koff,
+                             stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
+        acc = _last_phase(acc, av, bv, a_s1, b_s1, BK, ACC, AHEAD)
     else:
-        acc = _last_phase(acc, a_s1, b_s1, BK, ACC)
+        acc = _last_phase(acc, av, bv, a_s0, b_s0, BK, ACC, AHEAD)
 
     cm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, ACC))
     cn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
@@ -262,27 +275,29 @@ def g12_kernel(
 def _check_schedule() -> None:
     """Refuses a copy schedule the kernel would get wrong: B's copy issued at k-step ``B_STEP`` of a
     phase needs 0 <= B_STEP < BK (else no k-step issues it and B's tile is never copied), and A's
-    copy map needs ``A_LANES_K`` lanes along k dividing BK and the warp's 32 lanes."""
-    if COPY_STEPS == 1 and not 0 <= B_STEP < BK:
+    copy map needs ``A_LANES_K`` lanes along k dividing the warp's 32 lanes and BK."""
+    if not 0 <= B_STEP < BK:
         raise ValueError(f"G12: B_STEP = {B_STEP} is not a k-step of the phase (0 .. {BK - 1}): "
                          "B's copy would never be issued")
     if A_LANES_K < 1 or 32 % A_LANES_K or BK % A_LANES_K:
         raise ValueError(f"G12: A_LANES_K = {A_LANES_K} does not divide 32 lanes and BK = {BK}")
 
 
+def _options() -> dict:
+    """The schedule's constexprs, as the module states them now."""
+    _check_schedule()
+    return dict(A_LANES_K=A_LANES_K, B_STEP=B_STEP, AHEAD=AHEAD)
+
+
 def matmul(a, b, out=None):
     """``out = a @ b`` (FP32, row-major or any strides) with K12's tile and lane map; returns out."""
-    _check_schedule()
     return gc.launch(g12_kernel, a, b, out, name=NAME, why=unsupported_reason(), multiple_of=MULTIPLE_OF,
-                     tile=(BM, BN, BK), num_warps=NUM_WARPS, maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS,
-                     A_LANES_K=A_LANES_K, B_STEP=B_STEP)
+                     tile=(BM, BN, BK), num_warps=NUM_WARPS, maxnreg=MAXNREG, **_options())
 
 
 def aot_spec(num_stages: int = 1, shape: tuple[int, int, int] | None = None):
     """Kernel, representative arguments and options for ``aot.compile_sass_target`` (``num_stages``
     other than 1 refused: writes its two stages itself)."""
-    _check_schedule()
     return gc.aot_spec(g12_kernel, num_stages, shape, name=NAME, why=unsupported_reason(),
                        refusal="writes its two stages itself", tile=(BM, BN, BK), num_warps=NUM_WARPS,
-                       maxnreg=MAXNREG, COPY_STEPS=COPY_STEPS, A_LANES_K=A_LANES_K,
-                       B_STEP=B_STEP)
+                       maxnreg=MAXNREG, **_options())
