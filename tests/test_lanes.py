@@ -147,6 +147,40 @@ def test_global_addresses_need_the_kernels_arguments():
     assert 0x50 not in lanes.lane_addresses(prog, prog[5:])  # no arguments: not given
 
 
+# An asynchronous copy's write into shared memory: the wavefronts its bank conflicts add beyond a
+# conflict-free write of the same bytes. The four maps are the copies the H200's counters were read
+# for (ncu's L1 shared wavefronts of each LDGSTS: their lines plus this; docs/notes/g12.md).
+@pytest.mark.parametrize("addrs,width,want", [
+    ([4 * i for i in LANE], 32, 0),  # a row of 32 words (B's copies in K12 and G12)
+    # 16 lanes along k into rows of 132 words (K12's padded As): bank 4k + m, k and k + 8 share one
+    ([4 * ((i % 16) * 132 + i // 16) for i in LANE], 32, 1),
+    # 4 lanes along k into rows of 128 words (G12's unpadded As): the 4 rows k of one column m
+    # fall in one bank
+    ([4 * ((i % 4) * 128 + i // 4) for i in LANE], 32, 3),
+    ([16 * i for i in LANE], 128, 0),  # 16 bytes a lane, contiguous (K15's copies of B)
+])
+def test_copy_conflicts(addrs, width, want):
+    assert lanes.copy_conflicts(addrs, width) == want
+
+
+def test_a_copy_holds_the_unit_for_its_lines_and_its_conflicts():
+    # A[tid] copied into column 0 of rows tid % 4 of 128 words: 1 line read, 4-way write (3 more)
+    prog = [
+        ins(0x00, "S2R", "R0, SR_TID.X"),
+        ins(0x10, "LDC.64", "R8, c[0x0][0x220]"),
+        ins(0x20, "LEA", "R6, P0, R0, R8, 0x2"),
+        ins(0x30, "LOP3.LUT", "R2, R0, 0x3, RZ, 0xc0, !PT"),
+        ins(0x40, "SHF.R.U32.HI", "R3, RZ, 0x2, R0"),
+        ins(0x50, "IMAD.SHL.U32", "R2, R2, 0x200, RZ"),
+        ins(0x60, "LEA", "R2, R3, R2, 0x2"),
+        ins(0x70, "LDGSTS.E", "[R2], desc[UR4][R6.64]"),
+        ins(0x80, "BRA", "0x70"),
+    ]
+    params = {0x220: 0x10000000}
+    assert lanes.l1_cycles(prog, prog[7:], params) == [1 + 3, None]
+    assert lanes.l1_cycles(prog, prog[7:]) == [3, None]  # the lines not known: the conflicts alone
+
+
 def test_a_guarded_pair_of_stores_costs_one_of_them():
     prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "SHF.L.U32", "R1, R0, 0x7, RZ"),
             ins(0x20, "STS", "[R1], R2", pred="@P0"), ins(0x30, "STS", "[R1], RZ", pred="@!P0"),

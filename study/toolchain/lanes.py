@@ -347,12 +347,13 @@ def address(state: Lanes, operand: str) -> tuple | None:
 
 
 def lane_addresses(instrs: Sequence[Instr], loop: Sequence[Instr],
-                   params: dict[int, int] | None = None) -> dict[int, tuple | None]:
+                   params: dict[int, int] | None = None, copies: bool = False) -> dict[int, tuple | None]:
     """Each memory access of ``loop`` (by address): its lanes' byte addresses in the loop's first
     pass (for a global access, the low 32 bits), or None where they are not known from the SASS.
     ``instrs`` is the whole kernel, ``loop`` its main loop (a slice of it). ``params``: the
     kernel's arguments by their offset in constant bank 0 (without them they read 0, and global
-    addresses, which move with the matrices' sizes and pointers, are not given)."""
+    addresses, which move with the matrices' sizes and pointers, are not given). ``copies``: the
+    asynchronous copies' (LDGSTS) shared-memory destinations instead, and nothing else."""
     if not loop:
         return {}
     end = loop[-1].addr
@@ -364,7 +365,10 @@ def lane_addresses(instrs: Sequence[Instr], loop: Sequence[Instr],
             break
         if ins.pred == "@!PT":
             continue  # never executes
-        if ins.addr in in_loop and (ins.base in SHARED_ACCESS or (params and ins.base in GLOBAL_ACCESS)):
+        if ins.addr in in_loop and copies:
+            if ins.base == "LDGSTS":
+                out[ins.addr] = address(state, _shared(ins))
+        elif ins.addr in in_loop and (ins.base in SHARED_ACCESS or (params and ins.base in GLOBAL_ACCESS)):
             out[ins.addr] = address(state, _global(ins) if ins.base in GLOBAL_ACCESS else _shared(ins))
         step(state, ins)
     return out
@@ -407,6 +411,17 @@ def wavefronts(addrs: Sequence[int], width_bits: int, banks: int = 32, bank_byte
     return total
 
 
+def copy_conflicts(addrs: Sequence[int], width_bits: int) -> int:
+    """The wavefronts an asynchronous copy's (LDGSTS) write into shared memory takes beyond one per
+    global line it reads: those its bank conflicts add over a conflict-free write of the same
+    bytes (:func:`wavefronts` less one per 128 bytes). Read off the H200's counters of each LDGSTS
+    (ncu's L1 shared wavefronts per instruction, docs/notes/g12.md): K12's copies of A (2 lines,
+    2-way: 3 wavefronts) and of B (1 line: 1), K15's 16-byte copies of B (4 lines: 4) and G12's
+    copies of A (8 lines, 4-way: 11) each take their lines plus this."""
+    width = max(4, width_bits // 8)
+    return wavefronts(addrs, width_bits) - max(1, -(-LANES * width // 128))
+
+
 TABLE_KEYS = ("loop_lds_wavefronts", "loop_lds_unknown")
 
 
@@ -414,8 +429,11 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
               params: dict[int, int] | None = None) -> list[int | None]:
     """Per instruction of ``loop``: the cycles its access holds the SM's L1/shared-memory unit
     where its lanes' addresses are known (:func:`lane_addresses`): a shared access's wavefronts,
-    a global load's or async copy's lines; else None (not an access, or not known)."""
+    a global load's lines, an asynchronous copy's lines plus what the bank conflicts of its write
+    into shared memory add (:func:`copy_conflicts`), either where only it is known; else None
+    (not an access, or not known)."""
     addrs = lane_addresses(instrs, loop, params)
+    dest = lane_addresses(instrs, loop, params, copies=True)
 
     # a store guarded @!P beside the same store guarded @P (the zero a bounds check writes in
     # place of the loaded value): each lane runs one of the two, so the unit serves one of them
@@ -423,6 +441,12 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
 
     def cost(i):
         a = addrs.get(i.addr)
+        d = dest.get(i.addr)
+        if i.base == "LDGSTS" and (a is not None or d is not None):
+            # either part where only it is known (a copy whose lines are not known holds no time
+            # for them, as a global load's)
+            read = lines(a, i.width) if a is not None else 0
+            return read + (copy_conflicts(d, i.width) if d is not None else 0)
         if a is None:
             return None
         if i.pred.startswith("@!") and (i.base, _shared(i), "@" + i.pred[2:]) in guarded:
