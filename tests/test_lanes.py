@@ -164,7 +164,8 @@ def test_copy_conflicts(addrs, width, want):
 
 
 def test_a_copy_holds_the_unit_for_its_lines_and_its_conflicts():
-    # A[tid] copied into column 0 of rows tid % 4 of 128 words: 1 line read, 4-way write (3 more)
+    # A[tid] copied into row tid % 4, column tid / 4 of rows of 128 words: 1 line read, 4-way write
+    # (3 wavefronts more)
     prog = [
         ins(0x00, "S2R", "R0, SR_TID.X"),
         ins(0x10, "LDC.64", "R8, c[0x0][0x220]"),
