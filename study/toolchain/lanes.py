@@ -354,24 +354,33 @@ def lane_addresses(instrs: Sequence[Instr], loop: Sequence[Instr],
     kernel's arguments by their offset in constant bank 0 (without them they read 0, and global
     addresses, which move with the matrices' sizes and pointers, are not given). ``copies``: the
     asynchronous copies' (LDGSTS) shared-memory destinations instead, and nothing else."""
+    return _play(instrs, loop, params)[1 if copies else 0]
+
+
+def _play(instrs: Sequence[Instr], loop: Sequence[Instr],
+          params: dict[int, int] | None) -> tuple[dict[int, tuple | None], dict[int, tuple | None]]:
+    """One pass of the interpreter for :func:`lane_addresses`: the accesses' addresses and the
+    asynchronous copies' shared-memory destinations."""
+    accesses: dict[int, tuple | None] = {}
+    copies: dict[int, tuple | None] = {}
     if not loop:
-        return {}
+        return accesses, copies
     end = loop[-1].addr
     state = Lanes(params)
-    out: dict[int, tuple | None] = {}
     in_loop = {i.addr for i in loop}
     for ins in instrs:
         if ins.addr > end:
             break
         if ins.pred == "@!PT":
             continue  # never executes
-        if ins.addr in in_loop and copies:
+        if ins.addr in in_loop:
             if ins.base == "LDGSTS":
-                out[ins.addr] = address(state, _shared(ins))
-        elif ins.addr in in_loop and (ins.base in SHARED_ACCESS or (params and ins.base in GLOBAL_ACCESS)):
-            out[ins.addr] = address(state, _global(ins) if ins.base in GLOBAL_ACCESS else _shared(ins))
+                copies[ins.addr] = address(state, _shared(ins))
+            if ins.base in SHARED_ACCESS or (params and ins.base in GLOBAL_ACCESS):
+                operand = _global(ins) if ins.base in GLOBAL_ACCESS else _shared(ins)
+                accesses[ins.addr] = address(state, operand)
         step(state, ins)
-    return out
+    return accesses, copies
 
 
 def _shared(ins: Instr) -> str:
@@ -432,8 +441,7 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
     a global load's lines, an asynchronous copy's lines plus what the bank conflicts of its write
     into shared memory add (:func:`copy_conflicts`), either where only it is known; else None
     (not an access, or not known)."""
-    addrs = lane_addresses(instrs, loop, params)
-    dest = lane_addresses(instrs, loop, params, copies=True)
+    addrs, dest = _play(instrs, loop, params)
 
     # a store guarded @!P beside the same store guarded @P (the zero a bounds check writes in
     # place of the loaded value): each lane runs one of the two, so the unit serves one of them
