@@ -17,7 +17,6 @@ samp() {  # name, command...
     --warp-sampling-interval 0 -o $OUT/$n "$@" > $OUT/$n.log 2>&1
   $NCU -i $OUT/$n.ncu-rep --page source --csv --print-source sass > $OUT/${n}_source.csv 2> $OUT/${n}_source.err
   $NCU -i $OUT/$n.ncu-rep --page details --csv > $OUT/${n}_details.csv 2>&1
-  timeout 60 python3 docs/notes/g12/harness/pcsamp.py $OUT/$n.ncu-rep $OUT/${n}_pc.csv > $OUT/${n}_pc.log 2>&1
   echo "$n $(( $(date +%s)-t0 ))" >> $OUT/times.txt
 }
 samp K12_255 python3 docs/notes/g12/harness/k_child.py docs/notes/g12/harness/cubins/K12_255.cubin k12_lean_issue 98304
