@@ -36,6 +36,7 @@ HEADINGS = [
     "## Main table",
     "## The ladder",
     "## Triton twins",
+    "## Triton vs hand-written tile",
     "## Ledgers",
     "## Calibration and model",
     "### Leave-one-out",

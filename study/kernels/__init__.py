@@ -277,6 +277,11 @@ KERNELS: tuple[Kernel, ...] = (
         "two stages",
         target="triton_kernels.g12_gluon:matmul", threads=256, tile=(128, 256, 16),
         source="triton_kernels/g12_gluon.py", symbol="g12_kernel", twin="K12", gluon=True,
+        notes="Its copies of A land in an unpadded As, where their bank conflicts make each copy "
+        "several shared-memory wavefronts more than K12's copies into its padded As, and its warps "
+        "wait on shared-memory results after them (ncu per instruction, docs/notes/g12.md). Gluon "
+        "cannot pad As as K12 does: a padded shared layout does not lower to LLVM, a swizzled one "
+        "cannot be sliced along k, and shared allocations take power-of-two shapes only.",
     ),
     Kernel(
         "TD", "triton", "twin of KD: a program per 64 columns and all of K, no split across programs",

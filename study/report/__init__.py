@@ -23,7 +23,7 @@ from study.report.sections.counters import section_counters
 from study.report.sections.decode import section_decode
 from study.report.sections.experiments import section_clocks, section_shapes, section_sizes
 from study.report.sections.ledgers import section_ledgers, section_model
-from study.report.sections.main import section_ladder, section_main, section_twins
+from study.report.sections.main import section_ladder, section_main, section_tile_gap, section_twins
 from study.report.sections.meta import section_figures, section_reproduce
 from study.report.sections.provenance import section_provenance
 from study.report.sections.sass import section_counted, section_sass
@@ -42,6 +42,7 @@ def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str] | None
         ("## Main table", section_main),
         ("## The ladder", section_ladder),
         ("## Triton twins", section_twins),
+        ("## Triton vs hand-written tile", section_tile_gap),
         ("## Ledgers", section_ledgers),
         ("## Calibration and model", section_model),
         ("## Bound model", section_bounds),

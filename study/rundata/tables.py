@@ -157,6 +157,14 @@ DERIVED = (
                  "pipelined_gflops", "gluon", "gluon_gflops", "cublas_gflops", "ratio_unpipelined",
                  "ratio_pipelined", "ratio_gluon"), ("cuda", "tile", "unpipelined", "pipelined", "gluon"),
        "tables.twins", ("ledger",)),
+    # Triton against the hand-written tile (study.derive.tile_gap, docs/method.md#tile-gap): per CUDA
+    # rung and kind ("tl.dot", "Gluon") the fastest such kernel, its speed over the rung's across the
+    # passes (above 1: faster) and the gap split into instructions and issue, named
+    _t("tile_gap", ("cuda", "kind", "kernel", "ratio", "ratio_lo", "ratio_hi", "passes", "verdict",
+                    "cuda_inst_per_wfma", "inst_per_wfma", "cuda_issue_pct", "issue_pct", "from_instructions",
+                    "from_issue", "stall", "stall_delta", "difference"),
+       ("cuda", "kind", "kernel", "verdict", "stall", "difference"), "tile_gap.tile_gap",
+       ("ledger", "times", "counters?", "ncu?", "sass?")),
     _t("ladder", ("kernel", "idea", "ms", "gflops", "pct_cublas", "speedup", "sectors_per_wfma",
                   "loads_per_fma", "issue_per_ffma", "wavefronts_per_wfma", "bar_per_phase", "registers",
                   "occupancy_pct",

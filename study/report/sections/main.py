@@ -262,6 +262,59 @@ def section_twins(run: Run) -> list[str]:
     return lines
 
 
+def section_tile_gap(run: Run) -> list[str]:
+    """Triton against the hand-written tile (tile_gap.csv, ``study.derive.tile_gap``)."""
+    tg = run.tables.get("tile_gap")
+    if tg is None:
+        return missing("Triton against the hand-written tile",
+                       "no CUDA rung with a Gluon twin was timed in the main experiment")
+    lines = [
+        "For each CUDA rung from the first with a Gluon twin on: the fastest `tl.dot` kernel timed "
+        "beside it (its `tl.dot` twins and the autotuned kernel, whatever its tile) and the fastest "
+        "Gluon twin of its block tile. *÷ CUDA* is the kernel's speed over the rung's, pass by pass "
+        "(above 1: faster). The gap in time is split into two factors, from the counters at the main "
+        "shape: *instructions* (the kernel's instructions per warp FMA over the rung's) and *issue* "
+        "(the rung's issue rate over the kernel's); the larger one is named from the slower "
+        "kernel's side: the stall reason that grew most per issued instruction, with the figure of "
+        "the SASS main loop or the counters that shows what it waits on, or the instruction class "
+        "that grew most per FFMA (docs/method.md#tile-gap).",
+        "",
+    ]
+    rows = []
+    for _, r in tg.iterrows():
+        kid = r["kernel"] if isinstance(r["kernel"], str) and r["kernel"] else ""
+        if not kid:
+            rows.append([r["cuda"], r["kind"], "–", "–", "–", "–", "–", "none timed"])
+            continue
+        lo_hi = (f" ({num(r['ratio_lo'], '{:.2f}')}–{num(r['ratio_hi'], '{:.2f}')})"
+                 if r["passes"] and r["passes"] >= 2 else "")
+        rows.append([
+            r["cuda"], r["kind"], kid, num(r["ratio"], "{:.2f}×") + lo_hi,
+            f"{num(r['inst_per_wfma'], '{:.3f}')} / {num(r['cuda_inst_per_wfma'], '{:.3f}')}",
+            f"{num(r['issue_pct'])} / {num(r['cuda_issue_pct'])}",
+            f"{num(r['from_instructions'], '{:.3f}')} × {num(r['from_issue'], '{:.3f}')}",
+            r["difference"] if isinstance(r["difference"], str) else "–",
+        ])
+    lines += md(["CUDA rung", "kind", "kernel", "÷ CUDA (min–max over passes)",
+                 "instructions per warp FMA (kernel / CUDA)", "issue % (kernel / CUDA)",
+                 "factors: instructions × issue", "what differs"], rows)
+    slower = tg[pd.to_numeric(tg["ratio_hi"], errors="coerce") < 1]
+    named = slower[slower["stall"].astype(str).str.len() > 0]
+    if len(slower):
+        by_issue = named[pd.to_numeric(named["from_issue"], errors="coerce")
+                         >= pd.to_numeric(named["from_instructions"], errors="coerce")]
+        top = by_issue["stall"].value_counts()
+        lines += [
+            f"**Finding:** of the {len(slower)} kernels slower than their rung over every pass, "
+            f"{len(by_issue)} lose more to issue than to instructions"
+            + (": the stall that grew most is " + ", ".join(f"{s} ({n}×)" for s, n in top.items())
+               if len(top) else "")
+            + ".",
+            "",
+        ]
+    return lines
+
+
 def section_ladder(run: Run) -> list[str]:
     lad = run.tables.get("ladder")
     if lad is None:
