@@ -273,3 +273,47 @@ def test_counters_with_missing_metrics_render_dashes(tmp_path):
     assert "executes – instructions" in finding
     assert "issues on 79.0% of scheduler cycles against 89.0%" in finding
     assert _row(section, "TA")[5] == "79.0" and _row(section, "TA")[2] == "–"
+
+
+SOURCE_PAGE = REPO / "tests" / "fixtures" / "ncu_source_page.csv"  # rows of G12's page on the H200
+
+
+def test_the_per_instruction_page_is_summed_per_opcode():
+    import csv
+
+    blocks = profile.parse_source_page(SOURCE_PAGE.read_text())
+    assert [name for name, _ in blocks] == ["g12_kernel", "other_kernel"]
+    got = {r["opcode"]: r for r in profile.by_opcode(blocks[0][1])}
+    # the same sums taken here from the file's rows, opcode by opcode
+    lines = SOURCE_PAGE.read_text().splitlines()[1:]
+    first = lines[: lines.index(next(x for x in lines if x.startswith('"Kernel Name"')))]
+    rows = list(csv.DictReader(first))
+    assert set(got) == {"LDGSTS.E", "BAR.SYNC.DEFER_BLOCKING", "LDS.128", "FFMA", "LDS"}  # "@!PT LDS": LDS
+    for op, r in got.items():
+        mine = [x for x in rows if [w for w in x["Source"].split() if not w.startswith("@")][0] == op]
+        assert r["instructions"] == len(mine)
+        assert r["executed"] == sum(float(x["Instructions Executed"].replace(",", "")) for x in mine)
+        assert r["wavefronts_shared"] == sum(float(x["L1 Wavefronts Shared"].replace(",", "")) for x in mine)
+        samples = sum(float(v.replace(",", "")) for x in mine for k, v in x.items()
+                      if k.startswith("stall_") and "(" not in k)
+        assert r["samples"] == samples
+        assert r["stall_short_sb"] == sum(float(x["stall_short_sb"]) for x in mine)
+    assert got["LDGSTS.E"]["wavefronts_shared"] > got["LDGSTS.E"]["wavefronts_shared_ideal"] > 0
+    assert profile.opcode("  @!P0 LDGSTS.E.BYPASS.128 [R1], desc[UR4][R2.64] ") == "LDGSTS.E.BYPASS.128"
+    assert profile.parse_source_page("no page here") == []
+
+
+def test_source_rows_of_another_commit_are_left_out(tmp_path):
+    from study.derive import Derivation
+
+    shutil.copytree(REPO / "tests" / "fixtures" / "report", tmp_path / "run" / "data")
+    rd = RunDir(tmp_path / "run")
+    times = pd.read_csv(rd.file("results.csv"))
+    commit = str(times[times["kernel"] == "K6"]["commit"].iloc[0])
+    rows = [{"kernel": "K6", "M": 4096, "N": 4096, "K": 4096, "opcode": "LDS.128", "executed": 3.0,
+             "wavefronts_shared": 5.0, "samples": 1.0, "commit": c, "run_id": r} for c, r in ((commit, "1"),
+                                                                                            ("0ther", "2"))]
+    pd.DataFrame(rows[:1]).to_csv(rd.file("ncu_source.csv"), index=False)
+    assert list(Derivation(rd, None, note=False).ncu_source["executed"]) == [3.0]
+    pd.DataFrame(rows).to_csv(rd.file("ncu_source.csv"), index=False)  # the latest read, another commit
+    assert Derivation(rd, None, note=False).ncu_source is None

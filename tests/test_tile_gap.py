@@ -98,3 +98,20 @@ def test_no_rung_with_a_gluon_twin_timed_gives_no_table():
     ledger, times = _frames()
     keep = ~ledger["kernel"].isin(["K6", "K12"])
     assert tile_gap.tile_gap(ledger[keep], times, None, None, None) is None
+
+
+def test_per_instruction_counters_name_the_copies_wavefronts():
+    c = {"G12": counters(1.0, 75.0), "K12": counters(1.0, 88.0)}
+    stalls = {"G12": {"short_scoreboard": 0.3}, "K12": {"short_scoreboard": 0.08}}
+    source = pd.DataFrame([
+        {"kernel": k, "M": 64, "N": 64, "K": 64, "opcode": op, "executed": ex, "wavefronts_shared": wf}
+        for k, op, ex, wf in (("G12", "LDGSTS.E", 300.0, 1300.0), ("G12", "LDS.128", 100.0, 200.0),
+                              ("K12", "LDGSTS.E", 300.0, 400.0), ("K12", "LDGSTS.E.BYPASS", 100.0, 100.0),
+                              ("K12", "LDS.128", 100.0, 200.0))])
+    per = tile_gap.per_instruction(source, (64, 64, 64))
+    # K12's two copy opcodes are one class: (400 + 100) / (300 + 100) = 1.25 wavefronts a copy
+    assert per["K12"]["LDGSTS"] == (400.0, 500.0) and per["G12"]["LDS"] == (100.0, 200.0)
+    out = tile_gap.explain("G12", "K12", c, stalls, {}, per)
+    assert "shared wavefronts per copy 4.33 against 1.25 (per instruction)" in out["difference"]
+    assert "shared wavefronts per shared load 2.00 against 2.00 (per instruction)" in out["difference"]
+    assert tile_gap.per_instruction(source, (1, 2, 3)) == {}

@@ -177,6 +177,15 @@ class Derivation:
         ``currency``), where they have their metric and value columns; None where none do."""
         return self._counters_split[0]
 
+    @cached_property
+    def ncu_source(self) -> pd.DataFrame | None:
+        """The run's per-instruction counters (``study.profile --source``) that describe its timed
+        rows, by the same rule as the counters (``currency``); None where none do."""
+        src = self._measured(T.ncu_source)
+        if src is None or not {"opcode", "executed"} <= set(src.columns):
+            return None
+        return currency.split(src, self.times)[0]
+
     @property
     def stale_counters(self) -> pd.DataFrame:
         """The (kernel, shape)s whose counters were read at another commit or launch, with why."""

@@ -100,15 +100,20 @@ def _loop(t: pd.Series | None, c: pd.Series | None, column: str, fmt: str = "{:.
 
 
 def _fact(kind: str, t: pd.Series | None, c: pd.Series | None, ct: pd.Series | None,
-          cc: pd.Series | None) -> str:
+          cc: pd.Series | None, st: dict | None = None, sc: dict | None = None) -> str:
     """The figure that shows what a stall of ``kind`` waits on, the slower kernel's against the
-    faster's: from their SASS rows ``t``, ``c`` (main loop, per FFMA) and counter rows ``ct``, ``cc``."""
+    faster's: from their SASS rows ``t``, ``c`` (main loop, per FFMA), counter rows ``ct``, ``cc``
+    and per-instruction counters ``st``, ``sc`` (``per_instruction``; empty where not read)."""
     if kind == "shared":
         parts = [f"shared loads per FFMA {_loop(t, c, 'loop_LDS')}",
                  f"copies per FFMA {_loop(t, c, 'loop_LDGSTS')}"]
         if ct is not None and cc is not None:
             w = [_f(x.get("wavefronts_per_wfma")) for x in (ct, cc)]
             parts.append(f"shared-load wavefronts per warp FMA {_pair(*w, '{:.3f}')}")
+        for cls, words in (("LDGSTS", "copy"), ("LDS", "shared load")):
+            per = [_wavefronts_per(x or {}, cls) for x in (st, sc)]
+            if all(math.isfinite(v) for v in per):
+                parts.append(f"shared wavefronts per {words} {_pair(*per, '{:.2f}')} (per instruction)")
         return "; ".join(parts)
     if kind == "global":
         return (f"global loads per FFMA {_loop(t, c, 'loop_LDG')}; "
@@ -141,7 +146,8 @@ def _grown_class(t: pd.Series | None, c: pd.Series | None) -> str:
     return f"{words} ({col}) per FFMA {_loop(t, c, f'loop_{col}')}"
 
 
-def explain(twin: str, cuda: str, counters: dict, stalls: dict, sass: dict) -> dict:
+def explain(twin: str, cuda: str, counters: dict, stalls: dict, sass: dict,
+            source: dict | None = None) -> dict:
     """The gap's columns for one (twin, rung) pair: the two factors, and the larger of them named
     from the side of the slower kernel (module docstring): the stall reason that grew most in it
     with the figure that shows what it waits on, or its instruction class that grew most."""
@@ -171,7 +177,7 @@ def explain(twin: str, cuda: str, counters: dict, stalls: dict, sass: dict) -> d
     s_ct, f_ct = counters.get(slow), counters.get(fast)
     if sign * math.log(fs) >= sign * math.log(fi) and out["stall"] and grew[out["stall"]] > 0:
         waits, kind = STALL_FACTS.get(out["stall"], (out["stall"].replace("_", " "), ""))
-        fact = _fact(kind, s_sass, f_sass, s_ct, f_ct)
+        fact = _fact(kind, s_sass, f_sass, s_ct, f_ct, *((source or {}).get(k, {}) for k in (slow, fast)))
         out["difference"] = (f"{slow} issues less: {out['stall']} +{grew[out['stall']]:.2f} per issue "
                              f"over {fast} (waiting on {waits})"
                              + (f"; {fact} ({slow} against {fast})" if fact else ""))
@@ -190,8 +196,31 @@ def first_rung_with_gluon(ladder: list) -> int | None:
     return next((i for i, c in enumerate(ladder) if c.id in named), None)
 
 
+def per_instruction(source: pd.DataFrame | None, shape) -> dict[str, dict[str, tuple[float, float]]]:
+    """Kernel -> opcode class (``LDS``, ``LDGSTS``, ...: the opcode before its first dot) -> (warp
+    instructions executed, shared wavefronts), from the per-instruction counters at ``shape``."""
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    if source is None or not len(source):
+        return out
+    at = source[(pd.to_numeric(source["M"], errors="coerce") == shape[0])
+                & (pd.to_numeric(source["N"], errors="coerce") == shape[1])
+                & (pd.to_numeric(source["K"], errors="coerce") == shape[2])]
+    for kid, g in at.groupby(at["kernel"].astype(str)):
+        cls = g["opcode"].astype(str).str.split(".").str[0]
+        ex = pd.to_numeric(g["executed"], errors="coerce").groupby(cls).sum()
+        wf = pd.to_numeric(g["wavefronts_shared"], errors="coerce").groupby(cls).sum()
+        out[kid] = {c: (float(ex[c]), float(wf[c])) for c in ex.index}
+    return out
+
+
+def _wavefronts_per(src: dict, cls: str) -> float:
+    executed, wavefronts = src.get(cls, (NAN, NAN))
+    return wavefronts / executed if executed and executed > 0 else NAN
+
+
 def tile_gap(ledger: pd.DataFrame, times: pd.DataFrame, counters: pd.DataFrame | None,
-             ncu: pd.DataFrame | None, sass: pd.DataFrame | None) -> pd.DataFrame | None:
+             ncu: pd.DataFrame | None, sass: pd.DataFrame | None,
+             ncu_source: pd.DataFrame | None = None) -> pd.DataFrame | None:
     """One row per (CUDA rung, kind): the rungs of the ladder from the first with a Gluon twin on,
     each beside its fastest ``tl.dot`` kernel and its fastest Gluon twin (empty ``kernel`` where the
     run timed none); None where the run timed none of those rungs."""
@@ -212,6 +241,7 @@ def tile_gap(ledger: pd.DataFrame, times: pd.DataFrame, counters: pd.DataFrame |
                           & (pd.to_numeric(counters["N"], errors="coerce") == shape[1])
                           & (pd.to_numeric(counters["K"], errors="coerce") == shape[2])]
             here = by_kernel(at)
+        source = per_instruction(ncu_source, shape)
         twins = registry.twins_of(c.id)
         candidates = {
             "tl.dot": [t.id for t in twins if not t.gluon] + tuned,
@@ -225,7 +255,7 @@ def tile_gap(ledger: pd.DataFrame, times: pd.DataFrame, counters: pd.DataFrame |
                 r = spread._row("tile", best, c.id, "main", "main", times)
                 row.update({k: r[k] for k in ("ratio", "ratio_lo", "ratio_hi", "passes", "verdict")})
                 stalls = {k: _stalls(ncu, k, shape) for k in (best, c.id)}
-                row.update(explain(best, c.id, here, stalls, sass_rows))
+                row.update(explain(best, c.id, here, stalls, sass_rows, source))
             rows.append(row)
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df if len(df) else None

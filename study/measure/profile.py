@@ -8,6 +8,12 @@ reads the counters of that launch (several replay passes, each the same launch).
 becomes one row of ``DIR/data/ncu.csv``, appended as soon as that kernel is done, with the
 GPU, commit and ncu version it came from. The report renders them (``Hardware counters``).
 
+With ``--source`` the same child runs under ncu's SourceCounters and WarpStateStats sections with
+the warps sampled at every cycle, and ncu's per-instruction page is summed per opcode into
+``DIR/data/ncu_source.csv`` (:func:`by_opcode`): where in the code the shared-memory wavefronts and
+the stalls fall (a copy whose bank conflicts cost wavefronts shows there and in no aggregate
+counter).
+
 The counters answer what the timings cannot: how often each scheduler issued an instruction
 (``smsp__issue_active``), how busy the FMA pipe was, what share of the instructions were
 FMA-pipe ones, shared loads per FMA, why warps waited (stall reasons per issued
@@ -28,7 +34,7 @@ from study.cli import say
 from study.errors import InputError
 from study.rundata import rundir
 from study.rundata.rundir import RunDir
-from study.rundata.tables import T
+from study.rundata.tables import SOURCE_STALLS, T
 from study.toolchain.tools import find_ncu, ncu_version
 
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
@@ -57,6 +63,8 @@ METRICS = (
     f"regex:{STALL_PREFIX}.*{STALL_SUFFIX.replace('.', chr(92) + '.')}",
 )
 COLUMNS = [*T.ncu.columns]  # declared in study.rundata.tables
+SOURCE_COLUMNS = [*T.ncu_source.columns]
+SOURCE_SECTIONS = ("SourceCounters", "WarpStateStats")
 CHILD_TIMEOUT_S = 600
 
 
@@ -84,6 +92,60 @@ def parse_ncu_csv(text: str) -> list[dict]:
         rows.append({"launch": launch, "ncu_kernel": r.get("Kernel Name", ""), "metric": r["Metric Name"],
                      "unit": r.get("Metric Unit", ""), "value": value})
     return rows
+
+
+def parse_source_page(text: str) -> list[tuple[str, list[dict]]]:
+    """ncu's per-instruction page (``ncu -i R --page source --csv --print-source sass``) -> one
+    (function name, rows) per profiled launch: each block opens with a ``"Kernel Name"`` line, then
+    a header and one row per SASS instruction."""
+    blocks: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith('"Kernel Name"'):
+            cells = next(csv.reader([line]))
+            blocks.append((cells[1] if len(cells) > 1 else "", []))
+        elif blocks and line.strip():
+            blocks[-1][1].append(line)
+    return [(name, list(csv.DictReader(lines))) for name, lines in blocks if lines]
+
+
+def opcode(source: str) -> str:
+    """The opcode of a SASS line as ncu prints it (``@P0 LDS.128 R4, [R2]`` -> ``LDS.128``)."""
+    parts = source.split()
+    if parts and parts[0].startswith("@"):
+        parts = parts[1:]
+    return parts[0].rstrip(";") if parts else ""
+
+
+def _count(x) -> float:
+    try:
+        return float(str(x).replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def by_opcode(rows: list[dict]) -> list[dict]:
+    """The rows of one launch's page summed per opcode: SASS instructions, warp-level instructions
+    executed, shared wavefronts (and their conflict-free count), stall samples in all and per
+    reason (``SOURCE_STALLS``; samples of a reason the page names and the table does not still
+    count in ``samples``), in the page's order of first appearance."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        op = opcode(r.get("Source", ""))
+        if not op:
+            continue
+        o = out.setdefault(op, {"opcode": op, "instructions": 0, "executed": 0.0, "wavefronts_shared": 0.0,
+                                "wavefronts_shared_ideal": 0.0, "samples": 0.0,
+                                **{f"stall_{s}": 0.0 for s in SOURCE_STALLS}})
+        o["instructions"] += 1
+        o["executed"] += _count(r.get("Instructions Executed"))
+        o["wavefronts_shared"] += _count(r.get("L1 Wavefronts Shared"))
+        o["wavefronts_shared_ideal"] += _count(r.get("L1 Wavefronts Shared Ideal"))
+        for name, v in r.items():
+            if name and name.startswith("stall_") and "(" not in name:
+                o["samples"] += _count(v)
+                if name[6:] in SOURCE_STALLS:
+                    o[name] += _count(v)
+    return list(out.values())
 
 
 def ncu_error(text: str) -> str:
@@ -176,7 +238,16 @@ def timed_configs(rd: RunDir, shape) -> dict[str, dict]:
     return found
 
 
-def profile(chosen, shape, out: Path, ncu: str) -> int:
+def _child_cmd(k, shape, config) -> list[str]:
+    return [sys.executable, "-m", "study.profile", "--child", k.id, "--shape", ",".join(map(str, shape)),
+            *(["--config", json.dumps(config, sort_keys=True)] if config else [])]
+
+
+def _each(chosen, shape, out: Path, ncu: str, file: str, columns: list[str], what: str, read) -> int:
+    """What both modes share: per kernel, ``read(k, config, env)`` runs ncu on its child (an
+    autotuned kernel with the configuration the run timed at ``shape``) and returns (rows, text):
+    the rows to append to ``file`` (none where ncu failed) and what ncu and the child printed;
+    each row gets the provenance, the kernel's launch and the shape."""
     from study.measure import device
     from study.rundata.results import ResultsFile, new_run_id, provenance, timestamp
 
@@ -184,7 +255,7 @@ def profile(chosen, shape, out: Path, ncu: str) -> int:
     prov = provenance(gpu, new_run_id())
     common = {"ncu": ncu_version(ncu), "gpu": prov["gpu"], "driver": prov["driver"],
               "commit": prov["commit"], "run_id": prov["run_id"]}
-    rows_file = ResultsFile(RunDir(out).file(rundir.NCU), COLUMNS)
+    rows_file = ResultsFile(RunDir(out).file(file), columns)
     repo = Path(__file__).resolve().parents[2]
     path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path}
@@ -192,32 +263,64 @@ def profile(chosen, shape, out: Path, ncu: str) -> int:
     timed = timed_configs(RunDir(out), shape)
     for i, k in enumerate(chosen, 1):
         config = timed.get(k.id) if k.tuned else None
-        say(f"[{i}/{len(chosen)}] {k.id}: ncu at {shape[0]}x{shape[1]}x{shape[2]}"
+        say(f"[{i}/{len(chosen)}] {k.id}: {what} at {shape[0]}x{shape[1]}x{shape[2]}"
             + (f", the timed configuration {json.dumps(config, sort_keys=True)}" if config else ""))
-        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv",
-               "--print-units", "base", "--metrics", ",".join(METRICS),
-               sys.executable, "-m", "study.profile", "--child", k.id, "--shape", ",".join(map(str, shape)),
-               *(["--config", json.dumps(config, sort_keys=True)] if config else [])]
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
+            rows, text = read(k, config, env)
         except subprocess.TimeoutExpired:
             failed.append(f"{k.id} (ncu ran past {CHILD_TIMEOUT_S} s)")
             continue
-        rows = parse_ncu_csv(done.stdout)
-        if done.returncode != 0 or not rows:
-            failed.append(f"{k.id} ({ncu_error(done.stderr + done.stdout)})")
+        if not rows:
+            failed.append(f"{k.id} ({ncu_error(text)})")
             continue
-        stamp = timestamp()
         path = k.path_for(*shape, gpu.cc)
-        ran = config or launched_config(done.stderr)
+        ran = config or launched_config(text)
         launch = {"symbol": path.symbol if path is not None else "",
-                  "config": json.dumps(ran, sort_keys=True) if k.tuned and ran else ""}
-        rows_file.append_many({**r, **common, **launch, "kernel": k.id, "M": shape[0], "N": shape[1],
-                               "K": shape[2], "timestamp": stamp} for r in rows)
+                  "config": json.dumps(ran, sort_keys=True) if k.tuned and ran else "",
+                  "kernel": k.id, "M": shape[0], "N": shape[1], "K": shape[2], "timestamp": timestamp()}
+        rows_file.append_many({**r, **common, **launch} for r in rows)
     if failed:
         say("not profiled: " + "; ".join(failed))
-    say(f"counters: {out / 'data' / 'ncu.csv'}")
+    say(f"{what}: {out / 'data' / file}")
     return 1 if failed else 0
+
+
+def profile(chosen, shape, out: Path, ncu: str) -> int:
+    """One ncu run of ``METRICS`` per kernel, its rows appended to ``ncu.csv``."""
+    def read(k, config, env):
+        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv",
+               "--print-units", "base", "--metrics", ",".join(METRICS), *_child_cmd(k, shape, config)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
+        rows = parse_ncu_csv(done.stdout) if done.returncode == 0 else []
+        return rows, done.stderr + done.stdout
+
+    return _each(chosen, shape, out, ncu, rundir.NCU, COLUMNS, "counters", read)
+
+
+def profile_source(chosen, shape, out: Path, ncu: str) -> int:
+    """``--source``: per kernel, one ncu run of its child with ``SOURCE_SECTIONS`` and warp-state
+    samples at every cycle into a report in a temporary directory, its per-instruction page summed
+    per opcode (:func:`by_opcode`) into ``ncu_source.csv``."""
+    import tempfile
+
+    sections = [a for name in SOURCE_SECTIONS for a in ("--section", name)]
+    with tempfile.TemporaryDirectory(prefix="study-source-") as tmp:
+        def read(k, config, env):
+            rep = Path(tmp) / k.id
+            cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", *sections,
+                   "--warp-sampling-interval", "0", "--force-overwrite", "-o", str(rep),
+                   *_child_cmd(k, shape, config)]
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT_S)
+            if done.returncode != 0:
+                return [], done.stderr + done.stdout
+            page = subprocess.run([ncu, "-i", f"{rep}.ncu-rep", "--page", "source", "--csv", "--print-source",
+                                   "sass"], capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+            rows = [{**r, "ncu_kernel": name} for name, block in parse_source_page(page.stdout)
+                    for r in by_opcode(block)]
+            return rows, done.stderr + page.stderr + page.stdout[-2000:]
+
+        return _each(chosen, shape, out, ncu, rundir.NCU_SOURCE, SOURCE_COLUMNS, "per-instruction counters",
+                     read)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
     p.add_argument("--out", default=DEFAULT_OUT,
                    help=f"run directory the counters join (default {DEFAULT_OUT}/)")
+    p.add_argument("--source", action="store_true",
+                   help="read per-instruction counters instead (SourceCounters, warps sampled every cycle): "
+                        "data/ncu_source.csv, summed per opcode")
     p.add_argument("--child", help=cli.HIDDEN)  # internal: profile this kernel in this process
     p.add_argument("--config", help=cli.HIDDEN)  # internal: the autotuned configuration to launch
 
@@ -266,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         rd.create()
         if not rd.has(rundir.GPU):
             gpu.to_json(rd.file(rundir.GPU))
-        return profile(chosen, shape, out, ncu)
+        return (profile_source if args.source else profile)(chosen, shape, out, ncu)
 
     return cli.main(body)
 

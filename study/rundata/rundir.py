@@ -33,9 +33,9 @@ from study.rundata import tables
 
 # every file is declared in study.rundata.tables; these names are the measured ones the tools
 # write and read by name
-RESULTS, CLOCKS, GPU, SASS, SASS_STRIDES, NCU, SWEEP, SWEEP_CUDA = (
+RESULTS, CLOCKS, GPU, SASS, SASS_STRIDES, NCU, NCU_SOURCE, SWEEP, SWEEP_CUDA = (
     tables.get(n).file
-    for n in ("results", "clocks", "gpu", "sass", "sass_strides", "ncu", "sweep", "sweep_cuda")
+    for n in ("results", "clocks", "gpu", "sass", "sass_strides", "ncu", "ncu_source", "sweep", "sweep_cuda")
 )
 MEASURED = tuple(t.file for t in tables.MEASURED)
 APPEND_ONLY = tuple(t.file for t in tables.MEASURED if t.append_only)

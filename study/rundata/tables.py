@@ -67,6 +67,9 @@ RESULTS_PROVENANCE = (
     "gpu", "sms", "max_sm_clock_mhz", "mem_clock_mhz", "bus_width_bits", "cc", "torch", "triton", "cuda",
     "driver", "commit", "host", "run_id", "timestamp",
 )
+# the stall reasons of ncu's per-instruction page (its ``stall_<reason>`` columns), as it names them
+SOURCE_STALLS = ("barrier", "branch_resolving", "dispatch", "drain", "imc", "lg", "long_sb", "math", "membar",
+                 "mio", "misc", "no_inst", "not_selected", "selected", "short_sb", "sleep", "tex", "wait")
 DECODE_READ = "read"  # the kernel of a shape's read-roof row in decode.csv
 DECODE_OPERATOR = "OP"  # the operator sgemm_ledgers.mm, measured beside the registry's kernels
 # a decode panel row (study.measure.decode, docs/method.md#decode-panel): one (shape, M, kernel), or
@@ -96,6 +99,18 @@ MEASURED = (
         "run_id", "timestamp"),
        "study.measure.profile:profile", measured=True, append_only=True,
        needs=("kernel", "M", "N", "K", "metric", "value")),
+    # per-instruction counters (``python -m study.profile --source``, docs/method.md#source-counters):
+    # one row per (kernel, shape, opcode) of one ncu run with SourceCounters and warp-state sampling
+    # at every cycle: the opcode's SASS instructions, the warp-level instructions executed, the
+    # shared-memory wavefronts they took (and would take without bank conflicts), and the warps'
+    # stall samples on them, in all and by reason (ncu's source-page columns, ``stall_<reason>``)
+    _t("ncu_source", ("kernel", "M", "N", "K", "ncu_kernel", "symbol", "config", "opcode", "instructions",
+                      "executed", "wavefronts_shared", "wavefronts_shared_ideal", "samples",
+                      *(f"stall_{r}" for r in SOURCE_STALLS), "ncu", "gpu", "driver", "commit", "run_id",
+                      "timestamp"),
+       ("kernel", "ncu_kernel", "symbol", "config", "opcode", "ncu", "gpu", "driver", "commit", "run_id",
+        "timestamp"), "study.measure.profile:profile_source", measured=True, append_only=True,
+       needs=("kernel", "M", "N", "K", "opcode", "executed", "wavefronts_shared", "samples")),
     _t("sweep", ("round", "BM", "BN", "BK", "num_warps", "num_stages", "GROUP_M", "maxnreg", "status", "regs",
                  "spills", "ms", "p20_ms", "p80_ms", "reps", "rel_err", "tflops", "cublas_ms", "pct_cublas",
                  "M", "N", "K", "triton", "gpu", "commit", "timestamp"),
@@ -164,7 +179,7 @@ DERIVED = (
                     "cuda_inst_per_wfma", "inst_per_wfma", "cuda_issue_pct", "issue_pct", "from_instructions",
                     "from_issue", "stall", "stall_delta", "difference"),
        ("cuda", "kind", "kernel", "verdict", "stall", "difference"), "tile_gap.tile_gap",
-       ("ledger", "times", "counters?", "ncu?", "sass?")),
+       ("ledger", "times", "counters?", "ncu?", "sass?", "ncu_source?")),
     _t("ladder", ("kernel", "idea", "ms", "gflops", "pct_cublas", "speedup", "sectors_per_wfma",
                   "loads_per_fma", "issue_per_ffma", "wavefronts_per_wfma", "bar_per_phase", "registers",
                   "occupancy_pct",
