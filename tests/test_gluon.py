@@ -14,6 +14,7 @@ import math
 
 import pytest
 
+from study import experiments
 from study.measure import bench
 from study.toolchain import sass, tools
 
@@ -247,6 +248,17 @@ def test_aot_main_loop_is_pure_ffma_with_the_cuda_twins_loads(name, tmp_path):
     assert loop["BAR"] == phases * want["BAR"], loop
     assert k.num_warps * 32 == mod.NUM_WARPS * 32
     assert whole["FFMA"] == loop["FFMA"] + want["PEELED"] * want["FFMA"]
+
+
+@pytest.mark.parametrize("shape", experiments.CHECK_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_g12_compiles_at_every_check_shape(shape):
+    # the study checks every kernel at these shapes before it times it (a kernel that fails one is
+    # not timed); K = 1 is the case Triton 3.6 lowers only with K left unspecialised
+    _module("triton_kernels.g12_gluon")
+    from triton_kernels import aot
+
+    k = aot.compile_sass_target("triton_kernels.g12_gluon", 90, shape=shape)
+    assert k.name == "g12_kernel" and k.cubin
 
 
 # ---------------------------------------------------------------------------------------------
