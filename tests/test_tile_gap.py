@@ -107,9 +107,10 @@ def test_per_instruction_counters_name_the_copies_wavefronts():
         {"kernel": k, "M": 64, "N": 64, "K": 64, "opcode": op, "executed": ex, "wavefronts_shared": wf}
         for k, op, ex, wf in (("G12", "LDGSTS.E", 300.0, 1300.0), ("G12", "LDS.128", 100.0, 200.0),
                               ("K12", "LDGSTS.E", 300.0, 400.0), ("K12", "LDGSTS.E.BYPASS", 100.0, 100.0),
-                              ("K12", "LDS.128", 100.0, 200.0))])
+                              ("K12", "LDS.128", 100.0, 200.0), ("K12", "LDS", 50.0, 0.0))])
     per = tile_gap.per_instruction(source, (64, 64, 64))
-    # K12's two copy opcodes are one class: (400 + 100) / (300 + 100) = 1.25 wavefronts a copy
+    # K12's two copy opcodes are one class: (400 + 100) / (300 + 100) = 1.25 wavefronts a copy;
+    # its plain LDS moved no shared data (a placeholder) and is not counted: 200 / 100 a load
     assert per["K12"]["LDGSTS"] == (400.0, 500.0) and per["G12"]["LDS"] == (100.0, 200.0)
     out = tile_gap.explain("G12", "K12", c, stalls, {}, per)
     assert "shared wavefronts per copy 4.33 against 1.25 (per instruction)" in out["difference"]

@@ -198,13 +198,15 @@ def first_rung_with_gluon(ladder: list) -> int | None:
 
 def per_instruction(source: pd.DataFrame | None, shape) -> dict[str, dict[str, tuple[float, float]]]:
     """Kernel -> opcode class (``LDS``, ``LDGSTS``, ...: the opcode before its first dot) -> (warp
-    instructions executed, shared wavefronts), from the per-instruction counters at ``shape``."""
+    instructions executed, shared wavefronts), from the per-instruction counters at ``shape``; an
+    opcode that moved no shared data (a predicated-off placeholder load) is left out of its class."""
     out: dict[str, dict[str, tuple[float, float]]] = {}
     if source is None or not len(source):
         return out
     at = source[(pd.to_numeric(source["M"], errors="coerce") == shape[0])
                 & (pd.to_numeric(source["N"], errors="coerce") == shape[1])
                 & (pd.to_numeric(source["K"], errors="coerce") == shape[2])]
+    at = at[pd.to_numeric(at["wavefronts_shared"], errors="coerce") > 0]
     for kid, g in at.groupby(at["kernel"].astype(str)):
         cls = g["opcode"].astype(str).str.split(".").str[0]
         ex = pd.to_numeric(g["executed"], errors="coerce").groupby(cls).sum()
