@@ -7,18 +7,14 @@
 #define KDV_HINT 0
 #endif
 #if KDV_HINT == 1  // no L1 allocation, 256-byte L2 prefetch
-__device__ __forceinline__ float4 kdv_load(const float4 *p) {
-    float4 v;
-    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0, %1, %2, %3}, [%4];"
-        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
-    return v;
-}
-#define KD_LOAD_B(p) kdv_load(p)
+#define KDV_LD "ld.global.nc.L1::no_allocate.L2::256B.v4.f32"
 #elif KDV_HINT == 2  // no L1 allocation only
+#define KDV_LD "ld.global.nc.L1::no_allocate.v4.f32"
+#endif
+#ifdef KDV_LD
 __device__ __forceinline__ float4 kdv_load(const float4 *p) {
     float4 v;
-    asm("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
-        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    asm(KDV_LD " {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
     return v;
 }
 #define KD_LOAD_B(p) kdv_load(p)
