@@ -82,6 +82,21 @@ def _joined(g: pd.DataFrame, column: str) -> str:
     return ", ".join(sorted({str(v) for v in g[column].dropna() if str(v).strip()}))
 
 
+def combined(g: pd.DataFrame) -> pd.Series:
+    """Metric -> value of one kernel and shape's rows (``metric``, ``value``, ``launch``; values
+    numeric, times in ns): counts (``.sum``) added over the launches, rates and ratios weighted by
+    each launch's duration (evenly where a duration is missing)."""
+    wide = g.pivot_table(index="launch", columns="metric", values="value", aggfunc="last")
+    dur = _num(wide, NCU["time"])
+    even = pd.Series(1 / len(wide), index=wide.index)
+    w = dur / dur.sum() if dur.notna().all() and dur.sum() > 0 else even
+    agg = {}
+    for name in wide.columns:
+        col = _num(wide, name)
+        agg[name] = col.sum() if name.endswith(".sum") else float((col * w).sum(min_count=1))
+    return pd.Series(agg, dtype=float)
+
+
 def counters(ncu: pd.DataFrame) -> pd.DataFrame:
     """One row per (kernel, shape): the latest ncu run's counters, launches combined, and the
     figures per warp FMA (M·N·K/32: the problem's multiply-adds counted by warps).
@@ -104,15 +119,8 @@ def counters(ncu: pd.DataFrame) -> pd.DataFrame:
         df = df[df["run_id"].astype(str) == last]
     rows = []
     for (kid, M, N, K), g in df.groupby(["kernel", "M", "N", "K"], sort=False):
-        wide = g.pivot_table(index="launch", columns="metric", values="value", aggfunc="last")
-        dur = _num(wide, NCU["time"])
-        even = pd.Series(1 / len(wide), index=wide.index)
-        w = dur / dur.sum() if dur.notna().all() and dur.sum() > 0 else even
-        agg = {}
-        for name in wide.columns:
-            col = _num(wide, name)
-            agg[name] = col.sum() if name.endswith(".sum") else float((col * w).sum(min_count=1))
-        r = pd.Series(agg, dtype=float)
+        r = combined(g)
+        launches = g["launch"].nunique()
         g_ = lambda key, r=r: float(r.get(NCU[key], NAN))  # noqa: E731
         wfma = M * N * K / 32
         rows.append(
@@ -121,7 +129,7 @@ def counters(ncu: pd.DataFrame) -> pd.DataFrame:
                 "M": M,
                 "N": N,
                 "K": K,
-                "launches": len(wide),
+                "launches": launches,
                 "ms": g_("time") / 1e6,
                 "regs": g_("regs"),
                 "warps_pct": g_("warps"),

@@ -10,8 +10,9 @@ issue-active share). Where the issue factor is the larger, the gap is named by t
 that grew most per issued instruction (``stall``, ``stall_delta``) and by the figure of the SASS or
 the counters that shows what that reason waits on (``STALL_FACTS``); where the instruction factor
 is, by the class of instruction in the main loop that grew most per FFMA. The rule is the same for
-every pair; the per-instruction counters behind the one pair studied to the instruction are in
-the kernel's notes.
+every pair. Where the run read per-instruction counters of both (``study.profile --source``), the
+shared-memory figure adds their wavefronts per copy and per shared load: a copy's bank conflicts
+show there and in no aggregate counter.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pandas as pd
 
 from study import kernels as registry
 from study.derive import spread
-from study.derive.counters import NCU, STALL
+from study.derive.counters import STALL, combined
 from study.derive.selection import main_rows
 from study.rundata.rows import by_kernel
 from study.rundata.tables import T
@@ -59,8 +60,8 @@ def _f(x) -> float:
 
 
 def _stalls(ncu: pd.DataFrame | None, kid: str, shape) -> dict[str, float]:
-    """Stall reason -> warps stalled for it per issued instruction, ``kid`` at ``shape`` (launches
-    weighted by their duration, as the counters table weighs them)."""
+    """Stall reason -> warps stalled for it per issued instruction, ``kid`` at ``shape``: its latest
+    profile's launches combined as the counters table combines them (``counters.combined``)."""
     if ncu is None:
         return {}
     g = ncu[(ncu["kernel"].astype(str) == kid) & (pd.to_numeric(ncu["M"], errors="coerce") == shape[0])
@@ -68,18 +69,15 @@ def _stalls(ncu: pd.DataFrame | None, kid: str, shape) -> dict[str, float]:
             & (pd.to_numeric(ncu["K"], errors="coerce") == shape[2])]
     if not len(g):
         return {}
-    g = g.assign(value=pd.to_numeric(g["value"], errors="coerce"),
+    g = g.assign(metric=g["metric"].astype(str), value=pd.to_numeric(g["value"], errors="coerce"),
                  launch=g["launch"] if "launch" in g.columns else 0)
     if "run_id" in g.columns:
         g = g[g["run_id"].astype(str) == g["run_id"].astype(str).max()]
-    wide = g.pivot_table(index="launch", columns="metric", values="value", aggfunc="last")
-    dur = pd.to_numeric(wide.get(NCU["time"], pd.Series(NAN, index=wide.index)), errors="coerce")
-    w = dur / dur.sum() if dur.notna().all() and dur.sum() > 0 else pd.Series(1 / len(wide), index=wide.index)
     out = {}
-    for name in wide.columns:
+    for name, v in combined(g).items():
         m = STALL.match(str(name))
         if m and m.group(1) not in ("selected", "not_selected"):
-            out[m.group(1)] = float((pd.to_numeric(wide[name], errors="coerce") * w).sum(min_count=1))
+            out[m.group(1)] = float(v)
     return out
 
 
