@@ -294,7 +294,7 @@ def test_gluon_twin_writes_only_its_output(name):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(129, 257, 17), (1, 5, 3), (130, 258, 33)],
+@pytest.mark.parametrize("shape", [(129, 257, 17), (1, 5, 3), (130, 258, 33), *experiments.CHECK_SHAPES],
                          ids=lambda s: "x".join(map(str, s)))
 def test_g12_takes_any_shape(shape):
     g12 = _module("triton_kernels.g12_gluon")
