@@ -300,3 +300,11 @@ def test_default_profile():
     assert all(k in got for c in kernels.cuda_ladder() for k in [c, *kernels.pipelined_twins(c.id)])
     assert got[:len(kernels.request_ledger_kernels())] == kernels.request_ledger_kernels()
     assert got[-1] is kernels.BASELINE
+
+
+def test_the_source_profile_pairs_each_rung_with_its_gluon_twin():
+    got = [k.id for k in kernels.source_profile()]
+    for k in kernels.KERNELS:
+        if k.gluon:  # the rung it names, then the twin itself
+            assert got[got.index(k.id) - 1] == k.twin
+    assert set(got) >= {k.id for k in kernels.tuned_kernels()}

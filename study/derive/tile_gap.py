@@ -60,8 +60,9 @@ def _f(x) -> float:
 
 
 def _stalls(ncu: pd.DataFrame | None, kid: str, shape) -> dict[str, float]:
-    """Stall reason -> warps stalled for it per issued instruction, ``kid`` at ``shape``: its latest
-    profile's launches combined as the counters table combines them (``counters.combined``)."""
+    """Stall reason -> warps stalled for it per issued instruction, ``kid`` at ``shape``: the
+    launches of its counters (the derivation's current rows: one profiling run per kernel and
+    shape) combined as the counters table combines them (``counters.combined``)."""
     if ncu is None:
         return {}
     g = ncu[(ncu["kernel"].astype(str) == kid) & (pd.to_numeric(ncu["M"], errors="coerce") == shape[0])
@@ -71,8 +72,6 @@ def _stalls(ncu: pd.DataFrame | None, kid: str, shape) -> dict[str, float]:
         return {}
     g = g.assign(metric=g["metric"].astype(str), value=pd.to_numeric(g["value"], errors="coerce"),
                  launch=g["launch"] if "launch" in g.columns else 0)
-    if "run_id" in g.columns:
-        g = g[g["run_id"].astype(str) == g["run_id"].astype(str).max()]
     out = {}
     for name, v in combined(g).items():
         m = STALL.match(str(name))
@@ -151,7 +150,8 @@ def explain(twin: str, cuda: str, counters: dict, stalls: dict, sass: dict,
     with the figure that shows what it waits on, or its instruction class that grew most."""
     ct, cc = counters.get(twin), counters.get(cuda)
     out = {"cuda_inst_per_wfma": NAN, "inst_per_wfma": NAN, "cuda_issue_pct": NAN, "issue_pct": NAN,
-           "from_instructions": NAN, "from_issue": NAN, "stall": "", "stall_delta": NAN, "difference": ""}
+           "from_instructions": NAN, "from_issue": NAN, "named": "", "stall": "", "stall_delta": NAN,
+           "difference": ""}
     if ct is None or cc is None:
         out["difference"] = "no counters of both in this run"
         return out
@@ -173,13 +173,14 @@ def explain(twin: str, cuda: str, counters: dict, stalls: dict, sass: dict,
         out["stall"], out["stall_delta"] = top, sign * grew[top]
     s_sass, f_sass = sass.get(slow), sass.get(fast)
     s_ct, f_ct = counters.get(slow), counters.get(fast)
-    if sign * math.log(fs) >= sign * math.log(fi) and out["stall"] and grew[out["stall"]] > 0:
+    out["named"] = "issue" if sign * math.log(fs) >= sign * math.log(fi) else "instructions"
+    if out["named"] == "issue" and out["stall"] and grew[out["stall"]] > 0:
         waits, kind = STALL_FACTS.get(out["stall"], (out["stall"].replace("_", " "), ""))
         fact = _fact(kind, s_sass, f_sass, s_ct, f_ct, *((source or {}).get(k, {}) for k in (slow, fast)))
         out["difference"] = (f"{slow} issues less: {out['stall']} +{grew[out['stall']]:.2f} per issue "
                              f"over {fast} (waiting on {waits})"
                              + (f"; {fact} ({slow} against {fast})" if fact else ""))
-    elif sign * math.log(fi) > sign * math.log(fs):
+    elif out["named"] == "instructions":
         grown = _grown_class(s_sass, f_sass)
         out["difference"] = (f"{slow} executes more: " + _pair(max(it, ic), min(it, ic), "{:.3f}")
                              + " instructions per warp FMA" + (f"; {grown}" if grown else ""))

@@ -412,6 +412,13 @@ def headline_kernels(among=None) -> list[Kernel]:
     return _unique([*tuned_kernels(), *pipelined_twins(top.id), top])
 
 
+def source_profile() -> list[Kernel]:
+    """The kernels whose per-instruction counters are read when none are named: each CUDA rung a
+    Gluon kernel names as its twin, followed by that twin, then the tuned kernels."""
+    pairs = [k for c in cuda_ladder() for t in gluon_twins(c.id) if t.twin == c.id for k in (c, t)]
+    return _unique([*pairs, *tuned_kernels()])
+
+
 def default_profile() -> list[Kernel]:
     """The kernels profiled when none are named: every CUDA rung (the request-ledger kernels
     first), the pipelined twins of every rung that has them, the tuned kernels and the baseline,

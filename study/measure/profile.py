@@ -329,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = cli.Parser(prog="python -m study.profile", description=__doc__.split("\n\n")[0])
     default = ",".join(k.id for k in kernels.default_profile())
-    p.add_argument("--kernels", default=default, help=f"comma-separated ids (default {default})")
+    source = ",".join(k.id for k in kernels.source_profile())
+    p.add_argument("--kernels", help=f"comma-separated ids (default {default}; with --source {source})")
     p.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096)")
     p.add_argument("--out", default=DEFAULT_OUT,
                    help=f"run directory the counters join (default {DEFAULT_OUT}/)")
@@ -350,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise InputError(f"--child {k.id} launches the kernel under ncu: it needs a CUDA GPU, "
                                  "and none is visible")
             return child(k.id, shape, json.loads(args.config) if args.config else None)
-        chosen = kernels.select(",".join(cli.nonempty_list(args.kernels, "--kernels", kernels.IDS)))
+        named = args.kernels if args.kernels is not None else (source if args.source else default)
+        chosen = kernels.select(",".join(cli.nonempty_list(named, "--kernels", kernels.IDS)))
         for k in chosen:
             err = k.constraint_error(*shape)
             if err:

@@ -174,11 +174,12 @@ DERIVED = (
        "tables.twins", ("ledger",)),
     # Triton against the hand-written tile (study.derive.tile_gap, docs/method.md#tile-gap): per CUDA
     # rung and kind ("tl.dot", "Gluon") the fastest such kernel, its speed over the rung's across the
-    # passes (above 1: faster) and the gap split into instructions and issue, named
+    # passes (above 1: faster) and the gap split into instructions and issue, the larger of the
+    # two ("named": "issue" or "instructions") named
     _t("tile_gap", ("cuda", "kind", "kernel", "ratio", "ratio_lo", "ratio_hi", "passes", "verdict",
                     "cuda_inst_per_wfma", "inst_per_wfma", "cuda_issue_pct", "issue_pct", "from_instructions",
-                    "from_issue", "stall", "stall_delta", "difference"),
-       ("cuda", "kind", "kernel", "verdict", "stall", "difference"), "tile_gap.tile_gap",
+                    "from_issue", "named", "stall", "stall_delta", "difference"),
+       ("cuda", "kind", "kernel", "verdict", "named", "stall", "difference"), "tile_gap.tile_gap",
        ("ledger", "times", "counters?", "ncu?", "sass?", "ncu_source?")),
     _t("ladder", ("kernel", "idea", "ms", "gflops", "pct_cublas", "speedup", "sectors_per_wfma",
                   "loads_per_fma", "issue_per_ffma", "wavefronts_per_wfma", "bar_per_phase", "registers",

@@ -301,8 +301,7 @@ def section_tile_gap(run: Run) -> list[str]:
     slower = tg[pd.to_numeric(tg["ratio_hi"], errors="coerce") < 1]
     named = slower[slower["stall"].astype(str).str.len() > 0]
     if len(slower):
-        by_issue = named[pd.to_numeric(named["from_issue"], errors="coerce")
-                         >= pd.to_numeric(named["from_instructions"], errors="coerce")]
+        by_issue = named[named["named"].astype(str) == "issue"]
         top = by_issue["stall"].value_counts()
         lines += [
             f"**Finding:** of the {len(slower)} kernels slower than their rung over every pass, "
