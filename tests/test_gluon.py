@@ -1,4 +1,4 @@
-"""The Gluon twins G6, G10 and G12: their thread maps, their SASS, their launchers, their results.
+"""The Gluon kernels G6, G10, G12 and G15: their thread maps, their SASS, their launchers, their results.
 
 Gluon kernels do not run under ``TRITON_INTERPRET=1`` (Triton 3.6 and 3.9 both send a
 ``@gluon.jit`` launch to the GPU driver), so correctness is checked on a GPU only; the CPU
@@ -18,8 +18,10 @@ from study import experiments
 from study.measure import bench
 from study.toolchain import sass, tools
 
-MODULES = ("triton_kernels.g6_gluon", "triton_kernels.g10_gluon", "triton_kernels.g12_gluon")
-VEC4_MODULES = MODULES[:2]  # N, K multiples of 4 (their CUDA twins' SGEMM_VEC4); G12 takes any shape
+MODULES = ("triton_kernels.g6_gluon", "triton_kernels.g10_gluon", "triton_kernels.g12_gluon",
+           "triton_kernels.g15_gluon")
+# N, K multiples of 4 (16-byte loads or copies, as K6's, K10's and K15's SGEMM_VEC4); G12 takes any shape
+VEC4_MODULES = ("triton_kernels.g6_gluon", "triton_kernels.g10_gluon", "triton_kernels.g15_gluon")
 # per K-tile of the CUDA twin (read off k6_vectorized.cu / k10_tuned.cu / k12_lean_issue.cu and
 # their SASS): FFMA, LDS.128, LDG.128, LDGSTS (cp.async), barriers; PEELED: K-tiles outside the
 # main loop (K12 peels its last one)
@@ -31,6 +33,10 @@ PER_PHASE = {
     # 16 * 256 / 256 = 16 of B per thread; no LDG; one barrier. Outside the loop: the odd phase
     # (the loop runs phases in pairs) and the last phase, written for either stage it reads
     "triton_kernels.g12_gluon": dict(FFMA=16 * 128, LDS128=16 * (4 + 2), LDG128=0, LDGSTS=8 + 16, BAR=1,
+                                     PEELED=3),
+    # K12's tile and loads (16 rows x 4 values of k by 16 LDS.128 every 4 k-steps: 4 a k-step), and
+    # 16-byte copies: 128 * 16 / 4 / 256 = 2 of A and 16 * 256 / 4 / 256 = 4 of B per thread
+    "triton_kernels.g15_gluon": dict(FFMA=16 * 128, LDS128=16 * (4 + 2), LDG128=0, LDGSTS=2 + 4, BAR=1,
                                      PEELED=3),
 }
 GPU_SHAPES = [(1, 4, 4), (33, 68, 20), (67, 132, 96), (4096, 4096, 4096), (300, 260, 36)]
@@ -136,11 +142,49 @@ def _k12_position(tid: int, r: int, c: int) -> tuple[int, int]:
     return row, col
 
 
-def test_g12_linear_layout_is_k12s_lane_map():
-    g12 = _module("triton_kernels.g12_gluon")
-    assert (g12.BM, g12.BN, g12.BK, g12.NUM_WARPS, g12.TM, g12.TN) == (128, 256, 16, 8, 16, 8)
-    assert (g12.WARPS_M, g12.WARPS_N) == (2, 4)
-    _assert_linear_map(g12, (128, 256), _k12_position)
+@pytest.mark.parametrize("name", ["triton_kernels.g12_gluon", "triton_kernels.g15_gluon"])
+def test_g12_linear_layout_is_k12s_lane_map(name):
+    mod = _module(name)
+    assert (mod.BM, mod.BN, mod.BK, mod.NUM_WARPS, mod.TM, mod.TN) == (128, 256, 16, 8, 16, 8)
+    assert (mod.WARPS_M, mod.WARPS_N) == (2, 4)
+    _assert_linear_map(mod, (128, 256), _k12_position)
+
+
+def _linear_offsets(layout, reg: int, lane: int, warp: int) -> tuple[int, int]:
+    row = col = 0
+    for bits, bases in ((reg, layout.reg_bases), (lane, layout.lane_bases), (warp, layout.warp_bases)):
+        for i, (dr, dc) in enumerate(bases):
+            if bits >> i & 1:
+                row, col = row ^ dr, col ^ dc
+    return row, col
+
+
+def test_g15_copies_of_a_write_whole_lines_of_row_major_slabs():
+    # As of a stage is [BK / 4 * BM, 4] floats, row g * BM + m holding A[m][4g .. 4g + 3]. A copy
+    # instruction (one register group of 4 values, one warp) must write 32 distinct 16-byte
+    # pieces, each 8 consecutive lanes one aligned 128-byte line of shared memory (as B's copies,
+    # 32 lanes on 512 contiguous bytes), and read 8 rows of A, 64 contiguous bytes each
+    g15 = _module("triton_kernels.g15_gluon")
+    layout = g15.A_COPY_LAYOUT.value
+    rows, kg = g15.BK // g15.KG * g15.BM, g15.KG
+    assert list(layout.shape) == [rows, kg] and kg == 4
+    assert layout.reg_bases[:2] == [[0, 1], [0, 2]]  # a thread's 4 values of k: one 16-byte copy
+    seen = set()
+    for warp in range(g15.NUM_WARPS):
+        for group in range(2 ** (len(layout.reg_bases) - 2)):
+            pieces = []
+            for lane in range(32):
+                row, col = _linear_offsets(layout, group << 2, lane, warp)
+                assert col == 0
+                pieces.append(row)
+                seen.update((row, c) for c in range(kg))
+            assert len(set(pieces)) == 32, (warp, group, pieces)
+            for eighth in range(4):
+                lines = {row * 16 // 128 for row in pieces[8 * eighth:8 * eighth + 8]}
+                assert len(lines) == 1 and pieces[8 * eighth] % 8 == 0, (warp, group, pieces)
+            a_rows = {(row // g15.BM, row % g15.BM) for row in pieces}
+            assert len({m for _, m in a_rows}) == 8 and len({g for g, _ in a_rows}) == 4
+    assert len(seen) == rows * kg  # each value of the K-tile copied exactly once
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,14 +295,18 @@ def test_aot_main_loop_is_pure_ffma_with_the_cuda_twins_loads(name, tmp_path):
 
 
 @pytest.mark.parametrize("shape", experiments.CHECK_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_g12_compiles_at_every_check_shape(shape):
+@pytest.mark.parametrize("name", ["triton_kernels.g12_gluon", "triton_kernels.g15_gluon"])
+def test_g12_compiles_at_every_check_shape(name, shape):
     # the study checks every kernel at these shapes before it times it (a kernel that fails one is
-    # not timed); K = 1 is the case Triton 3.6 lowers only with K left unspecialised
-    _module("triton_kernels.g12_gluon")
+    # not timed; one that refuses the shape is not checked there); K = 1 is the case Triton 3.6
+    # lowers only with K left unspecialised
+    mod = _module(name)
+    if any(size % mult for size, mult in zip((shape[0], shape[1], shape[2]), mod.MULTIPLE_OF)):
+        pytest.skip(f"{mod.NAME} refuses {shape}")
     from triton_kernels import aot
 
-    k = aot.compile_sass_target("triton_kernels.g12_gluon", 90, shape=shape)
-    assert k.name == "g12_kernel" and k.cubin
+    k = aot.compile_sass_target(name, 90, shape=shape)
+    assert k.name == f"{mod.NAME.lower()}_kernel" and k.cubin
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,3 +349,13 @@ def test_g12_takes_any_shape(shape):
     M, N, K = shape  # N and K not multiples of 4, a ragged first K-tile, rows and columns clamped
     err = bench.check(g12.matmul, M, N, K, seed=M + N + K)
     assert math.isfinite(err) and err <= bench.TOLERANCE, f"G12 at {M}x{N}x{K}: relative error {err:.2e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(129, 260, 20), (1, 4, 4), (130, 516, 36), (257, 8, 1028), (1, 4096, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_g15_takes_its_edges(shape):
+    g15 = _module("triton_kernels.g15_gluon")
+    M, N, K = shape  # rows and columns past the tile clamped, a ragged first K-tile of whole 16-byte copies
+    err = bench.check(g15.matmul, M, N, K, seed=M + N + K)
+    assert math.isfinite(err) and err <= bench.TOLERANCE, f"G15 at {M}x{N}x{K}: relative error {err:.2e}"

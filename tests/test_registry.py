@@ -228,7 +228,9 @@ def test_select_takes_a_repeated_id_once_in_first_order():
 @pytest.mark.parametrize("cuda, triton", [
     ("K1", []), ("K2", ["T1"]), ("K3", ["T3", "T3p"]), ("K3c", ["T3c", "T3cp"]), ("K4", ["T4", "T4p"]),
     ("K5", ["T5", "T5p", "G6"]),  # same tile and threads, although their twin field names K6
-    ("K6", ["T5", "T5p", "G6"]), ("K10", ["G10"]), ("K12", ["T12p", "G12"]), ("KD", ["TD"]),
+    ("K6", ["T5", "T5p", "G6"]), ("K10", ["G10"]),
+    ("K12", ["T12p", "G12", "G15"]), ("K15", ["T12p", "G12", "G15"]),  # G15 names K15, on K12's tile
+    ("KD", ["TD"]),
 ])
 def test_twins_of(cuda, triton):
     assert [t.id for t in kernels.twins_of(cuda)] == triton

@@ -284,6 +284,18 @@ KERNELS: tuple[Kernel, ...] = (
         "cannot be sliced along k, and shared allocations take power-of-two shapes only.",
     ),
     Kernel(
+        "G15", "triton", "K12's tile and lane map in Gluon with A row-major in shared memory: 16-byte "
+        "copies of both operands, A read in slabs of 4 k",
+        target="triton_kernels.g15_gluon:matmul", threads=256, tile=(128, 256, 16),
+        source="triton_kernels/g15_gluon.py", symbol="g15_kernel", twin="K15", multiple_of=(1, 4, 4),
+        gluon=True,
+        notes="A is not transposed: each stage holds A's K-tile as four [128 x 4] row-major slabs, "
+        "one per 4 values of k, which 16-byte copies fill a 128-byte line per 8 lanes; a thread "
+        "reads the 4 values of k of each of its rows with one LDS.128 and splits them in registers. "
+        "Its warps wait on shared memory as little as K12's and on dispatch more "
+        "(docs/notes/g15.md).",
+    ),
+    Kernel(
         "TD", "triton", "twin of KD: a program per 64 columns and all of K, no split across programs",
         target="triton_kernels.td_decode:matmul", threads=128, source="triton_kernels/td_decode.py",
         symbol="decode_kernel", twin="KD", num_stages=4, meant_for="decode",
