@@ -23,10 +23,12 @@ multiples of 4 (16-byte copies), as K15's SGEMM_VEC4; the ragged end of K is cop
 whole groups of 4.
 
 What this changes against G12, measured per instruction (docs/notes/g15.md): the warps' waits on
-shared-memory results fall to K12's level and their FFMAs wait on dispatch more. In every k-step
-the A operands of G15's FFMAs are the same element of 16 register quads (an LDS.128 writes an
-aligned quad), where K12's come from 4 quads; whether that is what the dispatch waits on is for a
-probe to say.
+shared-memory results fall to K12's level and their FFMAs wait on dispatch more; the copies of A
+are not cheap either (a copy reads 8 rows of 64 bytes, and the shared-memory unit takes its
+lanes one at a time). In every k-step the A operands of G15's FFMAs are the same element of 16
+register quads (an LDS.128 writes an aligned quad), where K12's come from 4 quads. A CUDA build of
+K15 with this layout of A (docs/notes/g15/harness/k15_slabs.cu) shows the same trade: the layout
+costs, not the code Triton generates around it.
 """
 
 from __future__ import annotations
