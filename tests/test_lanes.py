@@ -205,6 +205,78 @@ def test_k1_reads_a_line_per_lane_of_a_and_one_of_b():
     ffma = sum(1 for i in body if i.base == "FFMA")
     loads = [c for i, c in zip(body, cycles) if i.base == "LDG"]
     assert None not in loads and sum(loads) / ffma == 33
+    # at M = 1 its bounds check ends every lane of a warp but the first: one line of A, one of B
+    body, cycles = model.main_loop_of(sass.dump_sass(tc.compile_cuda(k, "sm_90"), k.symbol),
+                                      model.sgemm_params((1, 4096, 4096)))
+    loads = [c for i, c in zip(body, cycles) if i.base == "LDG"]
+    assert None not in loads and sum(loads) / ffma == 2
+
+
+def _row_per_lane(m: int, guard: list) -> list:
+    """A[tid * K] read in a loop after ``guard`` (instructions at 0x30..): rows on lanes, as K1's;
+    M at 0x210, K at 0x218, A at 0x220 as the CUDA kernels' arguments lie."""
+    return [
+        ins(0x00, "S2R", "R0, SR_TID.X"),
+        ins(0x10, "LDC", "R1, c[0x0][0x210]"),
+        ins(0x20, "LDC", "R2, c[0x0][0x218]"),
+        *guard,
+        ins(0x60, "LDC.64", "R8, c[0x0][0x220]"),
+        ins(0x70, "IMAD", "R4, R0, R2, RZ"),
+        ins(0x80, "LEA", "R6, P1, R4, R8, 0x2"),
+        ins(0x90, "LDG.E", "R5, desc[UR4][R6.64]"),
+        ins(0xa0, "BRA", "0x90"),
+    ]
+
+
+@pytest.mark.parametrize("m, want", [(1, 1), (5, 5), (32, 32), (4096, 32)])
+def test_an_exit_whose_lanes_are_known_ends_them(m, want):
+    # if (row >= M || col >= N) return; with row = tid and col = 0 (< N): lanes tid >= M leave
+    # before the loop, and its load touches one line per lane left
+    guard = [ins(0x30, "ISETP.GE.AND", "P0, PT, RZ, c[0x0][0x214], PT"),
+             ins(0x40, "ISETP.GE.OR", "P0, PT, R0, R1, P0"),
+             ins(0x50, "EXIT", "", pred="@P0")]
+    prog = _row_per_lane(m, guard)
+    params = {0x210: m, 0x214: 64, 0x218: 4096, 0x220: 0x10000000}
+    assert lanes.l1_cycles(prog, prog[-2:], params) == [want, None]
+    a = lanes.lane_addresses(prog, prog[-2:], params)[0x90]
+    assert sum(x is not None for x in a) == want
+
+
+def test_an_exit_under_a_predicate_not_known_ends_no_lane():
+    # the compare reads a loaded value (not played): every lane is priced
+    guard = [ins(0x30, "LDG.E", "R3, desc[UR4][R8.64]"),
+             ins(0x40, "ISETP.GE.AND", "P0, PT, R3, R1, PT"),
+             ins(0x50, "EXIT", "", pred="@P0")]
+    prog = _row_per_lane(1, guard)
+    params = {0x210: 1, 0x218: 4096, 0x220: 0x10000000}
+    assert lanes.l1_cycles(prog, prog[-2:], params) == [32, None]
+
+
+def test_an_exit_after_a_branch_ends_no_lane():
+    # the straight path past a branch may be another warp's code: its EXIT is not played
+    guard = [ins(0x30, "ISETP.GE.AND", "P0, PT, R0, R1, PT"),
+             ins(0x40, "BRA", "0x200", pred="@P2"),
+             ins(0x50, "EXIT", "", pred="@P0")]
+    prog = _row_per_lane(1, guard)
+    params = {0x210: 1, 0x218: 4096, 0x220: 0x10000000}
+    assert lanes.l1_cycles(prog, prog[-2:], params) == [32, None]
+
+
+def test_a_loads_own_guard_is_not_played():
+    # @P1 LDG with P1 = tid < 8 known: inside a loop a guard can carry from the pass before, so an
+    # access's own guard leaves every lane priced (only an EXIT before the loop ends lanes)
+    prog = [
+        ins(0x00, "S2R", "R0, SR_TID.X"),
+        ins(0x10, "LDC", "R2, c[0x0][0x218]"),
+        ins(0x20, "ISETP.LT.U32.AND", "P1, PT, R0, 0x8, PT"),
+        ins(0x30, "LDC.64", "R8, c[0x0][0x220]"),
+        ins(0x40, "IMAD", "R4, R0, R2, RZ"),
+        ins(0x50, "LEA", "R6, P3, R4, R8, 0x2"),
+        ins(0x60, "LDG.E", "R5, desc[UR4][R6.64]", pred="@P1"),
+        ins(0x70, "BRA", "0x60"),
+    ]
+    params = {0x218: 4096, 0x220: 0x10000000}
+    assert lanes.l1_cycles(prog, prog[6:], params) == [32, None]
 
 
 def test_newer_integer_adds_and_a_divisions_steps_are_played():

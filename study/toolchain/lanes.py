@@ -14,7 +14,13 @@ Rules of the interpreter:
 * Instructions run once each, in address order, from the kernel's entry to the end of the main
   loop (the loop's first pass); branches are not followed and guards are ignored (an instruction
   guarded ``@!PT`` never runs): address registers are set on the straight path before the loop,
-  the guarded code beside them (empty problems, bounds) writes other registers.
+  the guarded code beside them (empty problems, bounds) writes other registers. One guard is
+  played: an EXIT before the loop under a predicate whose lanes are known (an integer compare,
+  ISETP, of known values, combined with another known predicate) ends those lanes, and the
+  loop's accesses are priced for the lanes left (a bounds check: at M = 1 a kernel that puts
+  rows on lanes runs one lane a warp). A predicate not known, or an EXIT after a branch (the
+  straight path may not be warp 0's there: a warp-specialised kernel's producers branch away),
+  leaves every lane running.
 * A value is 32 lanes of 32-bit integers. Anything the interpreter does not model (a load's
   result, a floating-point result, an opcode outside the set below) makes its destination
   unknown, and an address that reads an unknown register is unknown (``None``): it is never
@@ -26,9 +32,9 @@ Rules of the interpreter:
   matrices' sizes, are given only with ``params``.
 * A spill (STL) keeps the value under its local address, and its reload (LDL) gives it back.
 
-Opcodes modelled: MOV, UMOV, R2UR, IMAD (every form; .WIDE's low word), IADD3, UIADD3, VIADD,
-the steps of an integer division (I2F, MUFU.RCP, F2I, IMAD.HI), LEA, ULEA
-(and .HI), SHF, USHF, SHL, SHR, LOP3, ULOP3, IABS, IMNMX, SEL and USEL (where either choice moves
+Opcodes modelled: ISETP (into a predicate), MOV, UMOV, R2UR, IMAD (every form; .WIDE's low
+word), IADD3, UIADD3, VIADD, the steps of an integer division (I2F, MUFU.RCP, F2I, IMAD.HI), LEA,
+ULEA (and .HI), SHF, USHF, SHL, SHR, LOP3, ULOP3, IABS, IMNMX, SEL and USEL (where either choice moves
 the lanes together), SGXT, BMSK, CS2R, HFMA2.MMA of two constants (the compiler's constant move),
 S2R, S2UR, LDC, ULDC, STL, LDL.
 """
@@ -77,6 +83,21 @@ class Lanes:
         self.regs: dict[str, tuple | None] = {}
         self.local: dict[str, tuple | None] = {}  # spilled values by their address operand
         self.params = params or {}  # constant bank 0 by byte offset: the kernel's arguments
+        self.preds: dict[str, tuple | None] = {}  # predicates P0..P6 per lane (bools) where known
+        self.active: tuple = (True,) * LANES  # the lanes no played EXIT has ended
+
+    def pred(self, text: str) -> tuple | None:
+        """A predicate operand's lanes (``PT``, ``P3``, ``!P3``), or None where not known."""
+        t = text.strip()
+        neg = t.startswith("!")
+        name = t.lstrip("!")
+        if name in ("PT", "UPT"):
+            val = (True,) * LANES
+        else:
+            val = self.preds.get(name)
+            if val is None:
+                return None
+        return tuple(not v for v in val) if neg else val
 
     def read(self, text: str) -> tuple | None:
         t = text.strip()
@@ -159,7 +180,10 @@ def step(state: Lanes, ins: Instr) -> None:
     if ins.base == "LDL":  # its reload
         state.write(dest, state.local.get(src[0]) if src else None)
         return
-    # predicate destinations (ISETP, ...) and stores have no register result here
+    if ins.base == "ISETP":
+        _isetp(state, ins, ops)
+        return
+    # other predicate destinations and stores have no register result here
     if re.match(r"^U?P(\d|T)", dest) or ins.base in ("STS", "STG", "ST", "BAR", "BRA", "EXIT"):
         return
 
@@ -310,6 +334,33 @@ def step(state: Lanes, ins: Instr) -> None:
     state.write(dest, val, pair, wide=".64" in ins.opcode or "WIDE" in mods)
 
 
+_COMPARE = {"LT": lambda x, y: x < y, "LE": lambda x, y: x <= y, "GT": lambda x, y: x > y,
+            "GE": lambda x, y: x >= y, "EQ": lambda x, y: x == y, "NE": lambda x, y: x != y}
+_COMBINE = {"AND": lambda x, y: x and y, "OR": lambda x, y: x or y, "XOR": lambda x, y: x != y}
+
+
+def _isetp(state: Lanes, ins: Instr, ops: list[str]) -> None:
+    """ISETP.<cmp>[.U32].<op> Pu, Pv, a, b, Pp: Pu = (a cmp b) op Pp, Pv = !(a cmp b) op Pp, per
+    lane; unknown where an operand is (the 64-bit .EX form is not played)."""
+    mods = ins.mods
+    names = [o for o in ops[:2] if re.match(r"^P\d$", o)]
+    cmp = next((m for m in mods if m in _COMPARE), None)
+    op = next((m for m in mods if m in _COMBINE), "AND")
+    a = state.read(ops[2]) if len(ops) > 2 else None
+    b = state.read(ops[3]) if len(ops) > 3 else None
+    p = state.pred(ops[4]) if len(ops) > 4 else (True,) * LANES
+    if cmp is None or "EX" in mods or a is None or b is None or p is None:
+        for name in names:
+            state.preds[name] = None
+        return
+    conv = (lambda v: v) if "U32" in mods else _signed
+    hit = tuple(_COMPARE[cmp](conv(x), conv(y)) for x, y in zip(a, b))
+    if re.match(r"^P\d$", ops[0]):
+        state.preds[ops[0]] = tuple(_COMBINE[op](h, q) for h, q in zip(hit, p))
+    if len(ops) > 1 and re.match(r"^P\d$", ops[1]):
+        state.preds[ops[1]] = tuple(_COMBINE[op](not h, q) for h, q in zip(hit, p))
+
+
 _ADDR = re.compile(r"\[([^\]]*)\]")
 
 
@@ -368,19 +419,38 @@ def _play(instrs: Sequence[Instr], loop: Sequence[Instr],
     end = loop[-1].addr
     state = Lanes(params)
     in_loop = {i.addr for i in loop}
+    start = loop[0].addr
+    branched = False  # a branch passed: the straight path may not be warp 0's from here on
     for ins in instrs:
         if ins.addr > end:
             break
         if ins.pred == "@!PT":
             continue  # never executes
+        if ins.base == "BRA":
+            branched = True
+        if ins.base == "EXIT" and ins.addr < start and ins.pred:
+            ended = state.pred(ins.pred.lstrip("@")) if not branched else None
+            if ended is not None:  # a guard whose lanes are known: those lanes end here
+                state.active = tuple(a and not e for a, e in zip(state.active, ended))
+            continue
         if ins.addr in in_loop:
             if ins.base == "LDGSTS":
-                copies[ins.addr] = address(state, _shared(ins))
+                copies[ins.addr] = _running(state, address(state, _shared(ins)))
             if ins.base in SHARED_ACCESS or (params and ins.base in GLOBAL_ACCESS):
                 operand = _global(ins) if ins.base in GLOBAL_ACCESS else _shared(ins)
-                accesses[ins.addr] = address(state, operand)
+                accesses[ins.addr] = _running(state, address(state, operand))
         step(state, ins)
     return accesses, copies
+
+
+def _running(state: Lanes, addrs: tuple | None) -> tuple | None:
+    """An access's lane addresses with the lanes an EXIT ended as None. (An access's own guard is
+    not played: inside the loop a predicate can carry from the pass before, which the first pass
+    does not see; a pipelined loop's loads guarded by "not the last pass" would read as never
+    run.)"""
+    if addrs is None or all(state.active):
+        return addrs
+    return tuple(a if on else None for a, on in zip(addrs, state.active))
 
 
 def _shared(ins: Instr) -> str:
@@ -396,7 +466,7 @@ def lines(addrs: Sequence[int], width_bits: int, line: int = 128) -> int:
     """The 128-byte lines one warp's global access touches (the L1's tag stage looks up one a
     cycle): the distinct lines of every lane's bytes."""
     width = max(4, width_bits // 8)
-    return len({(a + off) // line for a in addrs for off in (0, width - 1)})
+    return len({(a + off) // line for a in addrs if a is not None for off in (0, width - 1)})
 
 
 def wavefronts(addrs: Sequence[int], width_bits: int, banks: int = 32, bank_bytes: int = 4) -> int:
@@ -411,12 +481,15 @@ def wavefronts(addrs: Sequence[int], width_bits: int, banks: int = 32, bank_byte
     for g in range(0, LANES, group):
         words: set[int] = set()
         for a in addrs[g : g + group]:
+            if a is None:  # a lane an EXIT ended
+                continue
             for off in range(0, width, bank_bytes):
                 words.add((a + off) // bank_bytes)
         per_bank: dict[int, int] = {}
         for w in words:
             per_bank[w % banks] = per_bank.get(w % banks, 0) + 1
-        total += max(per_bank.values(), default=1)
+        if words:
+            total += max(per_bank.values())
     return total
 
 
@@ -428,7 +501,8 @@ def copy_conflicts(addrs: Sequence[int], width_bits: int) -> int:
     2-way: 3 wavefronts) and of B (1 line: 1), K15's 16-byte copies of B (4 lines: 4) and G12's
     copies of A (8 lines, 4-way: 11) each take their lines plus this."""
     width = max(4, width_bits // 8)
-    return wavefronts(addrs, width_bits) - max(1, -(-LANES * width // 128))
+    running = sum(1 for a in addrs if a is not None)
+    return max(0, wavefronts(addrs, width_bits) - max(1, -(-running * width // 128)))
 
 
 TABLE_KEYS = ("loop_lds_wavefronts", "loop_lds_unknown")
