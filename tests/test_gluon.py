@@ -352,8 +352,8 @@ def test_g12_takes_any_shape(shape):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(129, 260, 20), (1, 4, 4), (130, 516, 36), (257, 8, 1028), (1, 4096, 4096)],
-                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(129, 260, 20), (1, 4, 4), (130, 516, 36), (257, 8, 1028),
+                                   (1, 4096, 4096)], ids=lambda s: "x".join(map(str, s)))
 def test_g15_takes_its_edges(shape):
     g15 = _module("triton_kernels.g15_gluon")
     M, N, K = shape  # rows and columns past the tile clamped, a ragged first K-tile of whole 16-byte copies

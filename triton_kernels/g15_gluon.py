@@ -37,8 +37,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as _ac
 
-from triton_kernels import gluon_common as gc
 from triton_kernels import g12_gluon as g12
+from triton_kernels import gluon_common as gc
 from triton_kernels.gluon_common import cta_barrier
 
 BM, BN, BK = g12.BM, g12.BN, g12.BK
