@@ -7,7 +7,7 @@ does not say. The address is a register computed from the thread index (and, for
 the kernel's arguments) with integer instructions before and in the main loop; this module plays
 them for the 32 lanes of warp 0 (``SR_TID.X`` = lane, ``SR_TID.Y`` = ``SR_TID.Z`` = 0,
 ``SR_LANEID`` = lane: the layout of any block whose x extent is a multiple of 32) and block 0, so
-that :func:`wavefronts` and :func:`lines` can count the cycles each access needs.
+that :mod:`study.toolchain.access` can count the cycles each access needs.
 
 Rules of the interpreter:
 
@@ -46,9 +46,11 @@ import re
 import struct
 from collections.abc import Sequence
 
+from study.toolchain.access import LANES, copy_conflicts, lines, wavefronts
+from study.toolchain.predicates import isetp
+from study.toolchain.predicates import signed as _signed
 from study.toolchain.sass import Instr
 
-LANES = 32
 MASK = 0xFFFFFFFF
 SHARED_ACCESS = ("LDS", "STS", "LDSM")
 GLOBAL_ACCESS = ("LDG", "LDGSTS")
@@ -150,10 +152,6 @@ def _param_offset(text: str) -> int | None:
     return int(m[1], 16) if m else None
 
 
-def _signed(v: int) -> int:
-    return v - (1 << 32) if v & 0x80000000 else v
-
-
 def _f32(bits: int) -> float:
     return struct.unpack("<f", struct.pack("<I", bits & MASK))[0]
 
@@ -181,7 +179,7 @@ def step(state: Lanes, ins: Instr) -> None:
         state.write(dest, state.local.get(src[0]) if src else None)
         return
     if ins.base == "ISETP":
-        _isetp(state, ins, ops)
+        isetp(state, ins, ops)
         return
     # other predicate destinations and stores have no register result here
     if re.match(r"^U?P(\d|T)", dest) or ins.base in ("STS", "STG", "ST", "BAR", "BRA", "EXIT"):
@@ -334,33 +332,6 @@ def step(state: Lanes, ins: Instr) -> None:
     state.write(dest, val, pair, wide=".64" in ins.opcode or "WIDE" in mods)
 
 
-_COMPARE = {"LT": lambda x, y: x < y, "LE": lambda x, y: x <= y, "GT": lambda x, y: x > y,
-            "GE": lambda x, y: x >= y, "EQ": lambda x, y: x == y, "NE": lambda x, y: x != y}
-_COMBINE = {"AND": lambda x, y: x and y, "OR": lambda x, y: x or y, "XOR": lambda x, y: x != y}
-
-
-def _isetp(state: Lanes, ins: Instr, ops: list[str]) -> None:
-    """ISETP.<cmp>[.U32].<op> Pu, Pv, a, b, Pp: Pu = (a cmp b) op Pp, Pv = !(a cmp b) op Pp, per
-    lane; unknown where an operand is (the 64-bit .EX form is not played)."""
-    mods = ins.mods
-    names = [o for o in ops[:2] if re.match(r"^P\d$", o)]
-    cmp = next((m for m in mods if m in _COMPARE), None)
-    op = next((m for m in mods if m in _COMBINE), "AND")
-    a = state.read(ops[2]) if len(ops) > 2 else None
-    b = state.read(ops[3]) if len(ops) > 3 else None
-    p = state.pred(ops[4]) if len(ops) > 4 else (True,) * LANES
-    if cmp is None or "EX" in mods or a is None or b is None or p is None:
-        for name in names:
-            state.preds[name] = None
-        return
-    conv = (lambda v: v) if "U32" in mods else _signed
-    hit = tuple(_COMPARE[cmp](conv(x), conv(y)) for x, y in zip(a, b))
-    if re.match(r"^P\d$", ops[0]):
-        state.preds[ops[0]] = tuple(_COMBINE[op](h, q) for h, q in zip(hit, p))
-    if len(ops) > 1 and re.match(r"^P\d$", ops[1]):
-        state.preds[ops[1]] = tuple(_COMBINE[op](not h, q) for h, q in zip(hit, p))
-
-
 _ADDR = re.compile(r"\[([^\]]*)\]")
 
 
@@ -462,49 +433,6 @@ def _global(ins: Instr) -> str:
     return next((o for o in ops if "desc[" in o or (o.startswith("[") and ins.base == "LDG")), "")
 
 
-def lines(addrs: Sequence[int], width_bits: int, line: int = 128) -> int:
-    """The 128-byte lines one warp's global access touches (the L1's tag stage looks up one a
-    cycle): the distinct lines of every lane's bytes."""
-    width = max(4, width_bits // 8)
-    return len({(a + off) // line for a in addrs if a is not None for off in (0, width - 1)})
-
-
-def wavefronts(addrs: Sequence[int], width_bits: int, banks: int = 32, bank_bytes: int = 4) -> int:
-    """Shared-memory cycles of one warp's access: each lane touches ``width_bits / 8`` bytes
-    from its address. Accesses wider than 32 bits are served a half-warp at a time (16 lanes),
-    32-bit ones a warp at a time; within one, a cycle serves one distinct word per bank (lanes
-    reading the same word share it: a broadcast), so the group takes as many cycles as its
-    busiest bank has distinct words."""
-    width = max(4, width_bits // 8)
-    group = LANES if width == 4 else LANES // 2
-    total = 0
-    for g in range(0, LANES, group):
-        words: set[int] = set()
-        for a in addrs[g : g + group]:
-            if a is None:  # a lane an EXIT ended
-                continue
-            for off in range(0, width, bank_bytes):
-                words.add((a + off) // bank_bytes)
-        per_bank: dict[int, int] = {}
-        for w in words:
-            per_bank[w % banks] = per_bank.get(w % banks, 0) + 1
-        if words:
-            total += max(per_bank.values())
-    return total
-
-
-def copy_conflicts(addrs: Sequence[int], width_bits: int) -> int:
-    """The wavefronts an asynchronous copy's (LDGSTS) write into shared memory takes beyond one per
-    global line it reads: those its bank conflicts add over a conflict-free write of the same
-    bytes (:func:`wavefronts` less one per 128 bytes). Read off the H200's counters of each LDGSTS
-    (ncu's L1 shared wavefronts per instruction, docs/notes/g12.md): K12's copies of A (2 lines,
-    2-way: 3 wavefronts) and of B (1 line: 1), K15's 16-byte copies of B (4 lines: 4) and G12's
-    copies of A (8 lines, 4-way: 11) each take their lines plus this."""
-    width = max(4, width_bits // 8)
-    running = sum(1 for a in addrs if a is not None)
-    return max(0, wavefronts(addrs, width_bits) - max(1, -(-running * width // 128)))
-
-
 TABLE_KEYS = ("loop_lds_wavefronts", "loop_lds_unknown")
 
 
@@ -513,8 +441,8 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
     """Per instruction of ``loop``: the cycles its access holds the SM's L1/shared-memory unit
     where its lanes' addresses are known (:func:`lane_addresses`): a shared access's wavefronts,
     a global load's lines, an asynchronous copy's lines plus what the bank conflicts of its write
-    into shared memory add (:func:`copy_conflicts`), either where only it is known; else None
-    (not an access, or not known)."""
+    into shared memory add (:func:`study.toolchain.access.copy_conflicts`), either where only it
+    is known; else None (not an access, or not known)."""
     addrs, dest = _play(instrs, loop, params)
 
     # a store guarded @!P beside the same store guarded @P (the zero a bounds check writes in

@@ -1,0 +1,53 @@
+"""What one warp's memory access costs the SM's L1 / shared-memory unit, from its lanes'
+addresses (:mod:`study.toolchain.lanes` reads them from the SASS): the 128-byte lines a global
+access touches, the wavefronts a shared access takes, and what an asynchronous copy's bank
+conflicts add. A lane given as None does not run the access (a bounds check ended it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+LANES = 32
+
+
+def lines(addrs: Sequence[int], width_bits: int, line: int = 128) -> int:
+    """The 128-byte lines one warp's global access touches (the L1's tag stage looks up one a
+    cycle): the distinct lines of every lane's bytes."""
+    width = max(4, width_bits // 8)
+    return len({(a + off) // line for a in addrs if a is not None for off in (0, width - 1)})
+
+
+def wavefronts(addrs: Sequence[int], width_bits: int, banks: int = 32, bank_bytes: int = 4) -> int:
+    """Shared-memory cycles of one warp's access: each lane touches ``width_bits / 8`` bytes
+    from its address. Accesses wider than 32 bits are served a half-warp at a time (16 lanes),
+    32-bit ones a warp at a time; within one, a cycle serves one distinct word per bank (lanes
+    reading the same word share it: a broadcast), so the group takes as many cycles as its
+    busiest bank has distinct words."""
+    width = max(4, width_bits // 8)
+    group = LANES if width == 4 else LANES // 2
+    total = 0
+    for g in range(0, LANES, group):
+        words: set[int] = set()
+        for a in addrs[g : g + group]:
+            if a is None:  # a lane an EXIT ended
+                continue
+            for off in range(0, width, bank_bytes):
+                words.add((a + off) // bank_bytes)
+        per_bank: dict[int, int] = {}
+        for w in words:
+            per_bank[w % banks] = per_bank.get(w % banks, 0) + 1
+        if words:
+            total += max(per_bank.values())
+    return total
+
+
+def copy_conflicts(addrs: Sequence[int], width_bits: int) -> int:
+    """The wavefronts an asynchronous copy's (LDGSTS) write into shared memory takes beyond one per
+    global line it reads: those its bank conflicts add over a conflict-free write of the same
+    bytes (:func:`wavefronts` less one per 128 bytes). Read off the H200's counters of each LDGSTS
+    (ncu's L1 shared wavefronts per instruction, docs/notes/g12.md): K12's copies of A (2 lines,
+    2-way: 3 wavefronts) and of B (1 line: 1), K15's 16-byte copies of B (4 lines: 4) and G12's
+    copies of A (8 lines, 4-way: 11) each take their lines plus this."""
+    width = max(4, width_bits // 8)
+    running = sum(1 for a in addrs if a is not None)
+    return max(0, wavefronts(addrs, width_bits) - max(1, -(-running * width // 128)))

@@ -1,0 +1,41 @@
+"""The predicates the lanes interpreter (:mod:`study.toolchain.lanes`) plays: an integer
+compare (ISETP) of two known values per lane, combined with a third predicate, into the
+predicates it names; the state is the interpreter's (its ``read``, ``pred`` and ``preds``)."""
+
+from __future__ import annotations
+
+import re
+
+from study.toolchain.access import LANES
+
+
+def signed(v: int) -> int:
+    """A 32-bit register's value as a signed integer."""
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+_COMPARE = {"LT": lambda x, y: x < y, "LE": lambda x, y: x <= y, "GT": lambda x, y: x > y,
+            "GE": lambda x, y: x >= y, "EQ": lambda x, y: x == y, "NE": lambda x, y: x != y}
+_COMBINE = {"AND": lambda x, y: x and y, "OR": lambda x, y: x or y, "XOR": lambda x, y: x != y}
+
+
+def isetp(state, ins, ops: list[str]) -> None:
+    """ISETP.<cmp>[.U32].<op> Pu, Pv, a, b, Pp: Pu = (a cmp b) op Pp, Pv = !(a cmp b) op Pp, per
+    lane; unknown where an operand is (the 64-bit .EX form is not played)."""
+    mods = ins.mods
+    names = [o for o in ops[:2] if re.match(r"^P\d$", o)]
+    cmp = next((m for m in mods if m in _COMPARE), None)
+    op = next((m for m in mods if m in _COMBINE), "AND")
+    a = state.read(ops[2]) if len(ops) > 2 else None
+    b = state.read(ops[3]) if len(ops) > 3 else None
+    p = state.pred(ops[4]) if len(ops) > 4 else (True,) * LANES
+    if cmp is None or "EX" in mods or a is None or b is None or p is None:
+        for name in names:
+            state.preds[name] = None
+        return
+    conv = (lambda v: v) if "U32" in mods else signed
+    hit = tuple(_COMPARE[cmp](conv(x), conv(y)) for x, y in zip(a, b))
+    if re.match(r"^P\d$", ops[0]):
+        state.preds[ops[0]] = tuple(_COMBINE[op](h, q) for h, q in zip(hit, p))
+    if len(ops) > 1 and re.match(r"^P\d$", ops[1]):
+        state.preds[ops[1]] = tuple(_COMBINE[op](not h, q) for h, q in zip(hit, p))
