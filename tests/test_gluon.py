@@ -84,6 +84,17 @@ def test_g6_accumulator_is_k6s_thread_map():
                 assert _blocked_owner(acc, row, col, 4) == {tid}
 
 
+def _linear_offsets(layout, reg: int, lane: int, warp: int) -> tuple[int, int]:
+    """The (row, column) a linear layout gives (register, lane, warp): every basis XORs its offset
+    in where its bit is set."""
+    row = col = 0
+    for bits, bases in ((reg, layout.reg_bases), (lane, layout.lane_bases), (warp, layout.warp_bases)):
+        for i, (dr, dc) in enumerate(bases):
+            if bits >> i & 1:
+                row, col = row ^ dr, col ^ dc
+    return row, col
+
+
 def _assert_linear_map(mod, shape: tuple[int, int], position) -> None:
     """The twin's ACC_LAYOUT puts acc[r][c] of every thread where ``position(tid, r, c)`` (the
     CUDA kernel's formulas) does, each output of the block tile exactly once: every basis of
@@ -97,11 +108,7 @@ def _assert_linear_map(mod, shape: tuple[int, int], position) -> None:
     for tid in range(256):
         warp, lane = divmod(tid, 32)
         for reg in range(128):
-            row = col = 0
-            for bits, key in ((reg, "reg"), (lane, "lane"), (warp, "warp")):
-                for i, (dr, dc) in enumerate(bases[key]):
-                    if bits >> i & 1:
-                        row, col = row ^ dr, col ^ dc
+            row, col = _linear_offsets(layout, reg, lane, warp)
             # register bits: c, r in a 4x4 sub-block, then j, then i (acc[r][c]: r = 4i + .., c = 4j + ..)
             r = 4 * (reg >> 5) + (reg >> 2 & 3)
             c = 4 * (reg >> 4 & 1) + (reg & 3)
@@ -148,15 +155,6 @@ def test_g12_linear_layout_is_k12s_lane_map(name):
     assert (mod.BM, mod.BN, mod.BK, mod.NUM_WARPS, mod.TM, mod.TN) == (128, 256, 16, 8, 16, 8)
     assert (mod.WARPS_M, mod.WARPS_N) == (2, 4)
     _assert_linear_map(mod, (128, 256), _k12_position)
-
-
-def _linear_offsets(layout, reg: int, lane: int, warp: int) -> tuple[int, int]:
-    row = col = 0
-    for bits, bases in ((reg, layout.reg_bases), (lane, layout.lane_bases), (warp, layout.warp_bases)):
-        for i, (dr, dc) in enumerate(bases):
-            if bits >> i & 1:
-                row, col = row ^ dr, col ^ dc
-    return row, col
 
 
 def test_g15_copies_of_a_write_whole_lines_of_row_major_slabs():
