@@ -22,6 +22,7 @@ from conftest import TEST_GPU, cli, lines, refused
 from study import derive, report
 from study.derive import decode as dd
 from study.measure import decode as panel
+from study.measure import decode_host as host
 from study.rundata import tables
 from study.rundata.gpu import GPU
 from study.rundata.results import ResultsFile, provenance
@@ -33,33 +34,53 @@ REPORT_FIXTURE = REPO / "tests" / "fixtures" / "report"
 RUN_FILES = ["results.csv", "gpu.json"]
 
 O, QKV = "llama3-8b.o", "qwen2.5-7b.qkv"
-# (shape, N, K, M, kernel, status, gpu_us, host_us, e2e_us, run_id, timestamp)
+# (shape, N, K, M, kernel, status, gpu_us, e2e_us, run_id, timestamp)
 FIXTURE_ROWS = [
-    (O, 4096, 4096, "", "read", "ok", 8.0, "", "", "A", "2025-01-01T10:00:00+00:00"),
-    (O, 4096, 4096, 1, "KD", "ok", 10.0, 5.0, 14.0, "A", "2025-01-01T10:00:10+00:00"),
-    (O, 4096, 4096, 1, "K0", "ok", 15.0, 4.0, 19.0, "A", "2025-01-01T10:00:20+00:00"),
-    (O, 4096, 4096, 1, "K0L", "ok", 12.0, 9.0, 30.0, "A", "2025-01-01T10:00:30+00:00"),
-    (O, 4096, 4096, 1, "OP", "ok", 10.5, 3.0, 11.0, "A", "2025-01-01T10:00:40+00:00"),
-    (O, 4096, 4096, 1, "TD", "ok", 11.0, 20.0, 31.0, "A", "2025-01-01T10:00:50+00:00"),
-    (O, 4096, 4096, 64, "KD", "ok", 20.0, 5.0, 24.0, "A", "2025-01-01T10:01:00+00:00"),
-    (O, 4096, 4096, 64, "K0", "ok", 16.0, 4.0, 21.0, "A", "2025-01-01T10:01:10+00:00"),
-    (O, 4096, 4096, 64, "K0L", "ok", 18.0, 9.0, 33.0, "A", "2025-01-01T10:01:20+00:00"),
-    (O, 4096, 4096, 64, "OP", "ok", 20.5, 3.0, 22.0, "A", "2025-01-01T10:01:40+00:00"),
-    (QKV, 4608, 3584, "", "read", "ok", 9.0, "", "", "B", "2025-01-01T11:00:00+00:00"),
-    (QKV, 4608, 3584, 1, "KD", "ok", 50.0, 5.0, 60.0, "B", "2025-01-01T11:00:05+00:00"),
-    (QKV, 4608, 3584, 1, "K0", "ok", 18.0, 4.0, 23.0, "B", "2025-01-01T11:00:10+00:00"),
-    (QKV, 4608, 3584, 1, "K0L", "wrong", "", "", "", "B", "2025-01-01T11:00:12+00:00"),
-    (QKV, 4608, 3584, 1, "OP", "ok", 13.0, 3.0, 15.0, "B", "2025-01-01T11:00:15+00:00"),
-    (QKV, 4608, 3584, 1, "KD", "ok", 12.0, 6.0, 16.0, "B", "2025-01-01T11:00:18+00:00"),  # the later
-    (QKV, 4608, 3584, 64, "KD", "wrong", "", "", "", "B", "2025-01-01T11:00:20+00:00"),
-    (QKV, 4608, 3584, 64, "K0", "ok", 30.0, 4.0, 35.0, "B", "2025-01-01T11:00:24+00:00"),
-    (QKV, 4608, 3584, 64, "K0L", "ok", 24.0, 9.0, 40.0, "B", "2025-01-01T11:00:27+00:00"),
-    (QKV, 4608, 3584, 64, "TD", "ok", 22.0, 20.0, 45.0, "B", "2025-01-01T11:00:30+00:00"),
+    (O, 4096, 4096, "", "read", "ok", 8.0, "", "A", "2025-01-01T10:00:00+00:00"),
+    (O, 4096, 4096, 1, "KD", "ok", 10.0, 14.0, "A", "2025-01-01T10:00:10+00:00"),
+    (O, 4096, 4096, 1, "K0", "ok", 15.0, 19.0, "A", "2025-01-01T10:00:20+00:00"),
+    (O, 4096, 4096, 1, "K0L", "ok", 12.0, 30.0, "A", "2025-01-01T10:00:30+00:00"),
+    (O, 4096, 4096, 1, "OP", "ok", 10.5, 11.0, "A", "2025-01-01T10:00:40+00:00"),
+    (O, 4096, 4096, 1, "TD", "ok", 11.0, 31.0, "A", "2025-01-01T10:00:50+00:00"),
+    (O, 4096, 4096, 64, "KD", "ok", 20.0, 24.0, "A", "2025-01-01T10:01:00+00:00"),
+    (O, 4096, 4096, 64, "K0", "ok", 16.0, 21.0, "A", "2025-01-01T10:01:10+00:00"),
+    (O, 4096, 4096, 64, "K0L", "ok", 18.0, 33.0, "A", "2025-01-01T10:01:20+00:00"),
+    (O, 4096, 4096, 64, "OP", "ok", 20.5, 22.0, "A", "2025-01-01T10:01:40+00:00"),
+    (QKV, 4608, 3584, "", "read", "ok", 9.0, "", "B", "2025-01-01T11:00:00+00:00"),
+    (QKV, 4608, 3584, 1, "KD", "ok", 50.0, 60.0, "B", "2025-01-01T11:00:05+00:00"),
+    (QKV, 4608, 3584, 1, "K0", "ok", 18.0, 23.0, "B", "2025-01-01T11:00:10+00:00"),
+    (QKV, 4608, 3584, 1, "K0L", "wrong", "", "", "B", "2025-01-01T11:00:12+00:00"),
+    (QKV, 4608, 3584, 1, "OP", "ok", 13.0, 15.0, "B", "2025-01-01T11:00:15+00:00"),
+    (QKV, 4608, 3584, 1, "KD", "ok", 12.0, 16.0, "B", "2025-01-01T11:00:18+00:00"),  # the later
+    (QKV, 4608, 3584, 64, "KD", "wrong", "", "", "B", "2025-01-01T11:00:20+00:00"),
+    (QKV, 4608, 3584, 64, "K0", "ok", 30.0, 35.0, "B", "2025-01-01T11:00:24+00:00"),
+    (QKV, 4608, 3584, 64, "K0L", "ok", 24.0, 40.0, "B", "2025-01-01T11:00:27+00:00"),
+    (QKV, 4608, 3584, 64, "TD", "ok", 22.0, 45.0, "B", "2025-01-01T11:00:30+00:00"),
 ]
 
 
+# the host pass (decode_host.csv): (shape, M, kernel, pass, status, host_us); KD at llama3-8b.o M = 1
+# in three passes (5, 7, 4: median 5), OP there (3, 2.5, 13: median 3, slowest 13), a K0 pass the
+# device was not held for (no time: it does not count)
+HOST_ROWS = [
+    (O, 1, "KD", 0, "ok", 5.0), (O, 1, "KD", 1, "ok", 7.0), (O, 1, "KD", 2, "ok", 4.0),
+    (O, 1, "OP", 0, "ok", 3.0), (O, 1, "OP", 1, "ok", 2.5), (O, 1, "OP", 2, "ok", 13.0),
+    (O, 1, "K0", 0, "ok", 4.0), (O, 1, "K0", 1, "unheld", ""),
+    (O, 64, "OP", 0, "ok", 3.0),
+    (QKV, 1, "KD", 0, "ok", 6.0), (QKV, 1, "OP", 0, "ok", 3.0), (QKV, 1, "OP", 1, "ok", 3.5),
+    (QKV, 1, "OP", 2, "ok", 11.0),
+]
+
+
+def write_host_fixture(path: Path) -> None:
+    keys = ("shape", "M", "kernel", "pass", "status", "host_us")
+    f = ResultsFile(path, list(T.decode_host.columns))
+    f.append_many({**dict(zip(keys, r)), "gpu": "Test GPU", "commit": "abc", "calls": 40, "batches": 9}
+                  for r in HOST_ROWS)
+
+
 def write_fixture(path: Path) -> None:
-    keys = ("shape", "N", "K", "M", "kernel", "status", "gpu_us", "host_us", "e2e_us", "run_id", "timestamp")
+    keys = ("shape", "N", "K", "M", "kernel", "status", "gpu_us", "e2e_us", "run_id", "timestamp")
     f = ResultsFile(path, list(T.decode.columns))
     f.append_many({**dict(zip(keys, r)), "gpu": "Test GPU", "commit": "abc", "calls": 200,
                    "note": "" if r[5] == "ok" else "relative error inf > 1e-05"} for r in FIXTURE_ROWS)
@@ -71,11 +92,17 @@ def decode_rows(tmp_path) -> pd.DataFrame:
     return pd.read_csv(tmp_path / "decode.csv")
 
 
+@pytest.fixture
+def host_rows(tmp_path) -> pd.DataFrame:
+    write_host_fixture(tmp_path / "decode_host.csv")
+    return pd.read_csv(tmp_path / "decode_host.csv")
+
+
 # --- the derived tables, against arithmetic by hand ------------------------------------------------
 
 
-def test_summary_by_hand(decode_rows):
-    s = dd.summary(decode_rows)
+def test_summary_by_hand(decode_rows, host_rows):
+    s = dd.summary(decode_rows, host_rows)
     assert list(s.columns) == list(T.decode_summary.columns)
     assert list(zip(s["shape"], s["M"])) == [(O, 1), (O, 64), (QKV, 1), (QKV, 64)]
     at = {(r["shape"], r["M"]): r for r in s.to_dict("records")}
@@ -84,7 +111,9 @@ def test_summary_by_hand(decode_rows):
     assert o1["speedup"] == pytest.approx(1.2) and o1["speedup_k0"] == pytest.approx(1.5)
     assert o1["speedup_k0l"] == pytest.approx(1.2) and o1["pct_read_roof"] == pytest.approx(80.0)
     assert (o1["fastest"], o1["fastest_us"], o1["op_us"]) == ("KD", 10.0, 10.5)
-    assert (o1["kd_host_us"], o1["op_host_us"], o1["k0_host_us"]) == (5.0, 3.0, 4.0)
+    # the host pass: medians over passes (5, 3, 4), OP's slowest pass 13
+    host_us = (o1["kd_host_us"], o1["op_host_us"], o1["k0_host_us"], o1["op_host_max_us"])
+    assert host_us == (5.0, 3.0, 4.0, 13.0)
     assert (o1["kd_e2e_us"], o1["op_e2e_us"], o1["k0_e2e_us"]) == (14.0, 11.0, 19.0)
     o64 = at[O, 64]  # vendor: min(16, 18) = 16 (K0); 16 / 20, 18 / 20; 8 / 20
     assert o64["vendor"] == "K0" and o64["speedup"] == pytest.approx(0.8)
@@ -95,16 +124,17 @@ def test_summary_by_hand(decode_rows):
     assert q1["speedup"] == pytest.approx(1.5) and math.isnan(q1["k0l_us"]) and math.isnan(q1["speedup_k0l"])
     assert q1["pct_read_roof"] == pytest.approx(75.0) and q1["read_us"] == 9.0
     assert (q1["fastest"], q1["kd_host_us"], q1["kd_e2e_us"]) == ("KD", 6.0, 16.0)
+    assert (q1["op_host_us"], q1["op_host_max_us"]) == (3.5, 11.0) and math.isnan(q1["k0_host_us"])
     q64 = at[QKV, 64]  # KD wrong: no speed-up; the vendor min(30, 24) = 24; TD (22) the fastest
     assert math.isnan(q64["kd_us"]) and math.isnan(q64["speedup"]) and math.isnan(q64["pct_read_roof"])
     assert (q64["vendor"], q64["vendor_us"], q64["fastest"], q64["fastest_us"]) == ("K0L", 24.0, "TD", 22.0)
 
 
-def test_findings_by_hand(decode_rows):
-    f = dd.findings(decode_rows)
+def test_findings_by_hand(decode_rows, host_rows):
+    f = dd.findings(decode_rows, host_rows)
     assert list(f.columns) == list(T.decode_findings.columns)
     rows = f.to_dict("records")
-    geo, least, loses, untimed, took = rows
+    geo, least, loses, untimed, host_median, host_slowest, host_over, took = rows
     # M <= 32: 1.2 (llama3-8b.o) and 1.5 (qwen2.5-7b.qkv); sqrt(1.2 * 1.5) = sqrt(1.8)
     assert geo["value"] == pytest.approx(1.3416407865) and geo["points"] == 2 and geo["unit"] == "×"
     assert "geometric mean" in geo["finding"] and geo["where"] == "M <= 32"
@@ -112,6 +142,15 @@ def test_findings_by_hand(decode_rows):
     assert (least["value"], least["points"], least["where"]) == (pytest.approx(0.8), 3, f"{O} M=64")
     assert (loses["value"], loses["points"], loses["where"]) == (1, 3, f"{O} M=64")
     assert (untimed["value"], untimed["points"], untimed["where"]) == (1, 4, f"{QKV} M=64 (wrong)")
+    # OP's host cost at three points: medians 3 (8B o M=1), 3 (8B o M=64), 3.5 (qkv M=1): 3.0;
+    # slowest passes 13, 3, 11: the slowest 13 at 8B o M=1, the one point above 12
+    assert (host_median["value"], host_median["points"], host_median["unit"]) == (3.0, 3, "µs")
+    assert host_median["note"].startswith("3 passes")
+    assert (host_slowest["value"], host_slowest["where"]) == (13.0, f"{O} M=1")
+    assert (host_over["value"], host_over["points"], host_over["where"]) == (1, 3, f"{O} M=1")
+    assert "above 12 µs" in host_over["finding"]
+    # without the host pass there is no finding about it
+    assert len(dd.findings(decode_rows)) == len(rows) - 3
     # run A 10:00:00 -> 10:01:40 (100 s), run B 11:00:00 -> 11:00:30 (30 s)
     assert (took["value"], took["unit"]) == (130.0, "s")
     assert took["note"] == "first row to last of 20 rows, summed over 2 runs"
@@ -131,6 +170,7 @@ def make_run(tmp: Path, with_panel: bool) -> Path:
         shutil.copy(REPORT_FIXTURE / name, tmp / "data" / name)
     if with_panel:
         write_fixture(tmp / "data" / T.decode.file)
+        write_host_fixture(tmp / "data" / T.decode_host.file)
     derive.derive(RunDir(tmp), note=False)
     return tmp
 
@@ -153,7 +193,8 @@ def test_the_section_renders_the_summary_findings_and_figure(rendered):
             "| KD |") in sec
     assert "| qwen2.5-7b.qkv | 4608×3584 | 64 | – | 24.0 | K0L | – | – | – | 9.0 | – | TD |" in sec
     # per call: KD, OP and K0, GPU / host / end to end
-    assert "| llama3-8b.o | 1 | 10.0 | 5.0 | 14.0 | 10.5 | 3.0 | 11.0 | 15.0 | 4.0 | 19.0 |" in sec
+    assert "| llama3-8b.o | 1 | 10.0 | 5.0 | 14.0 | 10.5 | 3.0 | 13.0 | 11.0 | 15.0 | 4.0 | 19.0 |" in sec
+    assert "above 12 µs in a pass: **1** at llama3-8b.o M=1 (over 3 points)" in sec
     assert "geometric mean: **1.342×** at M <= 32 (over 2 points)" in sec
     assert f"**0.800×** at {O} M=64 (over 3 points)" in sec
     assert "recorded over: **130 s** (first row to last of 20 rows, summed over 2 runs)" in sec
@@ -218,7 +259,6 @@ def test_the_declaration_lists_every_column_the_writer_writes(monkeypatch):
     monkeypatch.setattr(bench, "poisoned", lambda M, N, device="cpu": torch.full((M, N), math.nan))
     monkeypatch.setattr(bench, "time_cuda", lambda fn, flush, target_s: (fn(), bench.Timing(0.01, 0.009,
                                                                                             0.011, 5))[1])
-    monkeypatch.setattr(panel, "host_seconds", lambda call: 4e-6)
     monkeypatch.setattr(panel, "e2e_seconds", lambda call: 2e-5)
     from study import kernels as registry
 
@@ -227,7 +267,7 @@ def test_the_declaration_lists_every_column_the_writer_writes(monkeypatch):
     k = registry.get("K0")
     row = panel.measure_point("K0", k, lambda a, b, out: out.copy_(a @ b), a, b, ref, None, "9.0")
     assert row["status"] == "ok" and row["gpu_us"] == pytest.approx(10.0)
-    assert row["host_us"] == pytest.approx(4.0) and row["e2e_us"] == pytest.approx(20.0)
+    assert row["e2e_us"] == pytest.approx(20.0) and "host_us" not in row
     read = panel.measure_read(b, None)
     prov = provenance(GPU(**TEST_GPU), "run")
     common = panel.shape_columns(panel.BY_NAME[O], prov)
@@ -239,6 +279,34 @@ def test_the_declaration_lists_every_column_the_writer_writes(monkeypatch):
     # a wrong result: a row with its error and no time
     wrong = panel.measure_point("K0", k, lambda a, b, out: out.copy_(2 * a @ b), a, b, ref, None, "9.0")
     assert wrong["status"] == "wrong" and "gpu_us" not in wrong and wrong["rel_err"] > 0.5
+
+
+def test_the_host_pass_declaration_lists_every_column_it_writes(monkeypatch):
+    """A host-pass row as ``decode_host.run`` writes it (the shape's columns, the point, the pass,
+    what ``measure`` returns, a timestamp): exactly the declared columns; its batches' figures."""
+    monkeypatch.setattr(host, "batches", lambda call: [(5e-6, 4e-6), (9e-6, 5e-6), (6e-6, 6e-6)])
+    row = host.measure(lambda: None)
+    assert (row["status"], row["host_us"], row["host_min_us"], row["host_max_us"]) == ("ok", 6.0, 5.0, 9.0)
+    assert row["cpu_us"] == pytest.approx(5.0) and row["batches"] == 3 and row["calls"] == host.CALLS
+    prov = provenance(GPU(**TEST_GPU), "run")
+    point = {"M", "kernel", "pass", "timestamp"}
+    written = set(panel.shape_columns(panel.BY_NAME[O], prov)) | point | set(row)
+    assert written == set(T.decode_host.columns)
+    assert T.decode_host in tables.MEASURED and T.decode_host.append_only
+    assert T.decode_host.producer == "study.measure.decode_host:main"
+    monkeypatch.setattr(host, "batches", lambda call: None)
+    assert host.measure(lambda: None)["status"] == "unheld"
+
+
+def test_the_host_pass_reads_the_panels_timed_points_and_alternates_its_order(tmp_path):
+    write_fixture(tmp_path / "decode.csv")
+    points = host.timed_points(tmp_path / "decode.csv", ["KD", "OP", "K0"])
+    # the panel's order of shapes (8B o before Qwen qkv); KD at qkv M = 64 was wrong: not there
+    every = ["KD", "OP", "K0"]
+    assert points == {O: {1: every, 64: every}, QKV: {1: every, 64: ["K0"]}}
+    assert host.timed_points(tmp_path / "none.csv", ["KD"]) == {}
+    shapes = list(points)
+    assert [host.order(shapes, p) for p in range(3)] == [[O, QKV], [QKV, O], [O, QKV]]
 
 
 class _HeldDevice:
@@ -267,30 +335,33 @@ class _HeldDevice:
 
 
 def test_host_cost_is_the_median_batch(monkeypatch):
-    # 10 probe calls, then 5 batches of 40 calls; every call costs 1 ms of a fake clock, and one
+    # 10 probe calls, then 9 batches of 40 calls; every call costs 1 ms of a fake clock, and one
     # batch (the third) has a pause of 400 ms inside it: that batch reads 11 ms a call, the
     # median batch 1 ms, which is the figure
     _HeldDevice(monkeypatch)
     clock = {"t": 0.0, "calls": 0}
-    monkeypatch.setattr(panel.time, "perf_counter", lambda: clock["t"])
+    monkeypatch.setattr(host.time, "perf_counter", lambda: clock["t"])
 
     def call():
         clock["calls"] += 1
         clock["t"] += 1e-3
-        if clock["calls"] == panel.HOST_PROBE + 2 * 40 + 20:
+        if clock["calls"] == host.PROBE + 2 * 40 + 20:
             clock["t"] += 0.4
 
-    assert panel.CALLS // panel.HOST_BATCHES == 40
-    assert panel.host_seconds(call) == pytest.approx(1e-3)
-    assert clock["calls"] == panel.HOST_PROBE + panel.CALLS
+    assert (host.BATCHES, host.CALLS) == (9, 40)
+    assert host.host_seconds(call) == pytest.approx(1e-3)
+    assert clock["calls"] == host.PROBE + 9 * 40
+    clock.update(t=0.0, calls=0)
+    row = host.measure(call)
+    assert row["host_us"] == pytest.approx(1e3) and row["host_max_us"] == pytest.approx(11e3)
 
 
 def test_host_cost_is_none_where_the_hold_ends_too_soon(monkeypatch):
     _HeldDevice(monkeypatch).released = True
     calls = []
-    assert panel.host_seconds(lambda: calls.append(1)) is None
+    assert host.host_seconds(lambda: calls.append(1)) is None
     # the probe, then the first batch tried HOLD_TRIES times
-    assert len(calls) == panel.HOST_PROBE + panel.HOLD_TRIES * panel.CALLS // panel.HOST_BATCHES
+    assert len(calls) == host.PROBE + host.HOLD_TRIES * host.CALLS
 
 
 def test_the_panel_is_written_once():
@@ -330,6 +401,17 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--kernels", "KD,K99"], ["unknown kernel", "K99"]),
+    (["--budget-s", "-1"], ["--budget-s"]),
+    ([], ["CUDA GPU"]),
+])
+def test_the_host_pass_refuses_in_one_line(tmp_path, args, words):
+    p = cli("study.measure.decode_host", "--out", tmp_path / "o", *args, env={"CUDA_VISIBLE_DEVICES": ""})
+    refused(p, *words)
+    assert not (tmp_path / "o").exists()
+
+
 def test_without_a_gpu_it_says_so_in_one_line(tmp_path):
     p = cli("study.decode", "--out", tmp_path / "o", "--shapes", O, "--ms", "1",
             env={"CUDA_VISIBLE_DEVICES": ""})
@@ -354,10 +436,18 @@ def test_the_panel_at_one_shape_and_two_ms(tmp_path):
     assert (ok["rel_err"] <= 1e-5).all() and (ok["gpu_us"] > 0).all() and (ok["e2e_us"] > 0).all()
     assert (ok["calls"] == panel.CALLS).all() and (ok["p20_us"] <= ok["p80_us"]).all()
     assert rows["gpu"].nunique() == 1 and rows["commit"].nunique() == 1 and rows["run_id"].nunique() == 1
-    s = dd.summary(rows)
+    # the host pass, in a child process: every timed (M, kernel) of KD, OP and K0 in each pass
+    h = pd.read_csv(tmp_path / "data" / T.decode_host.file)
+    assert list(h.columns) == list(T.decode_host.columns)
+    timed = ok[ok["kernel"].isin(host.HOST_KERNELS)]
+    assert len(h) == host.PASSES * len(timed) and set(h["pass"]) == set(range(host.PASSES))
+    assert (h["status"] == "ok").all() and (h["host_min_us"] <= h["host_us"]).all()
+    assert (h["host_us"] <= h["host_max_us"]).all() and (h["cpu_us"] > 0).all()
+    s = dd.summary(rows, h)
     assert list(s["M"]) == [1, 16] and np.isfinite(s["speedup"]).all()
-    assert np.isfinite(s["pct_read_roof"]).all()
+    assert np.isfinite(s["pct_read_roof"]).all() and np.isfinite(s["kd_host_us"]).all()
     # run again: everything is there, nothing is measured twice
     again = cli("study.decode", "--out", tmp_path, "--shapes", O, "--ms", "1,16")
     assert again.returncode == 0, again.stderr
     assert len(pd.read_csv(tmp_path / "data" / T.decode.file)) == len(rows)
+    assert len(pd.read_csv(tmp_path / "data" / T.decode_host.file)) == len(h)

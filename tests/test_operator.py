@@ -172,7 +172,7 @@ def test_the_registered_operator_and_the_eager_call_give_the_same_bits(M, N, K):
 def test_host_cost_per_call_is_at_most_12_us(M, N, K):
     import torch
 
-    from study.measure.decode import host_seconds
+    from study.measure.decode_host import host_seconds
 
     a, b = _operands(M, N, K)
     out = torch.empty(M, N, device="cuda")

@@ -166,6 +166,11 @@ class Derivation:
         return self._measured(T.decode)
 
     @cached_property
+    def decode_host(self) -> pd.DataFrame | None:
+        """The decode panel's host pass (``study.measure.decode_host``); None where it was not run."""
+        return self._measured(T.decode_host)
+
+    @cached_property
     def _counters_split(self) -> tuple[pd.DataFrame | None, pd.DataFrame]:
         ncu = self._measured(T.ncu)
         ncu = ncu if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None

@@ -4,9 +4,11 @@
 ``summary``: per (shape, M) the decode rung's time (KD), the best vendor kernel's (the faster of
 the registry's cuBLAS kernels, K0 and K0L), KD's speed-up over it and over each, KD's share of the
 shape's read roof (the time to read B's bytes over KD's time), the fastest kernel there, and the
-per-call times (GPU, host, end to end) of KD, the operator and cuBLAS's default. ``findings``: the
-geometric mean of KD's speed-up up to ``GEOMEAN_MAX_M``, its least and where, the points where KD
-loses or has no time, and how long the panel's rows took to record.
+per-call times (GPU, host, end to end) of KD, the operator and cuBLAS's default: the host's cost
+from the host pass (``decode_host.csv``, ``python -m study.measure.decode_host``), the median of
+its passes, and the operator's slowest pass. ``findings``: the geometric mean of KD's speed-up up
+to ``GEOMEAN_MAX_M``, its least and where, the points where KD loses or has no time, the
+operator's host cost against ``HOST_LIMIT_US``, and how long the panel's rows took to record.
 
 Only rows with status "ok" and a time count; where a (shape, M, kernel) was recorded twice the last
 row wins. Shapes come in the order the rows first name them (the panel's order for a run that
@@ -25,6 +27,7 @@ from study.errors import InputError
 from study.rundata.tables import DECODE_OPERATOR, DECODE_READ, T
 
 GEOMEAN_MAX_M = 32  # the findings' geometric mean is over M up to this (the batch sizes of decode)
+HOST_LIMIT_US = 12.0  # the host cost per call the operator is held to (its slowest pass)
 NAN = math.nan
 SUMMARY_COLUMNS = [*T.decode_summary.columns]  # declared in study.rundata.tables
 FINDING_COLUMNS = [*T.decode_findings.columns]
@@ -54,7 +57,7 @@ def _points(decode: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
     d = decode.copy()
     for c in ("shape", "kernel", "status"):
         d[c] = d[c].astype(str).str.strip()
-    for c in ("N", "K", "M", "gpu_us", "host_us", "e2e_us"):
+    for c in ("N", "K", "M", "gpu_us", "e2e_us"):
         d[c] = pd.to_numeric(d[c], errors="coerce")
     shapes = list(dict.fromkeys(d["shape"]))
     d["_m"] = d["M"].fillna(-1)  # a read-roof row has no M
@@ -73,8 +76,27 @@ def _us(at: dict, shape: str, m: int, kid: str, column: str = "gpu_us") -> float
     return float(v) if v is not None and np.isfinite(v) and v > 0 else NAN
 
 
-def summary(decode: pd.DataFrame) -> pd.DataFrame:
-    """One row per (shape, M) the panel recorded (``SUMMARY_COLUMNS``)."""
+def host_costs(decode_host: pd.DataFrame | None) -> dict[tuple[str, int, str], tuple[float, float]]:
+    """(shape, M, kernel) -> the host pass's cost of a call in µs: the median over its passes and
+    the slowest pass (each pass's figure its median batch); only rows with status "ok" count."""
+    if decode_host is None or decode_host.empty:
+        return {}
+    lacks = [c for c in ("shape", "M", "kernel", "status", "host_us") if c not in decode_host.columns]
+    if lacks:
+        raise InputError(f"{T.decode_host.file}: missing column{'s' * (len(lacks) > 1)} "
+                         + ", ".join(map(repr, lacks)))
+    h = decode_host.copy()
+    h["host_us"] = pd.to_numeric(h["host_us"], errors="coerce")
+    h["M"] = pd.to_numeric(h["M"], errors="coerce")
+    h = h[(h["status"].astype(str).str.strip() == "ok") & (h["host_us"] > 0) & h["M"].notna()]
+    g = h.groupby([h["shape"].astype(str).str.strip(), h["M"].astype(int),
+                   h["kernel"].astype(str).str.strip()])
+    return {k: (float(v.median()), float(v.max())) for k, v in g["host_us"]}
+
+
+def summary(decode: pd.DataFrame, decode_host: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (shape, M) the panel recorded (``SUMMARY_COLUMNS``); the host columns empty
+    where the host pass has no row of the point."""
     rung, base, vendors = _roles()
     k0, k0l = vendors[0], (vendors[1] if len(vendors) > 1 else "")
     shapes, d = _points(decode)
@@ -83,6 +105,7 @@ def summary(decode: pd.DataFrame) -> pd.DataFrame:
     at = {(r["shape"], int(r["_m"]), r["kernel"]): r for r in timed.to_dict("records")
           if r["kernel"] != DECODE_READ}
     points = d[d["kernel"] != DECODE_READ].dropna(subset=["M"])
+    host = host_costs(decode_host)
     rows = []
     for s in shapes:
         here = points[points["shape"] == s]
@@ -101,7 +124,10 @@ def summary(decode: pd.DataFrame) -> pd.DataFrame:
                 "speedup": vendor_us / kd, "speedup_k0": t[k0] / kd, "speedup_k0l": k0l_us / kd,
                 "read_us": read_us, "pct_read_roof": 100.0 * read_us / kd,
                 "fastest": fastest, "fastest_us": fastest_us, "op_us": t[DECODE_OPERATOR],
-                **{f"{who}_{col}": _us(at, s, m, kid, col) for col in ("host_us", "e2e_us")
+                **{f"{who}_host_us": host.get((s, m, kid), (NAN, NAN))[0]
+                   for who, kid in (("kd", rung), ("op", DECODE_OPERATOR), ("k0", base))},
+                "op_host_max_us": host.get((s, m, DECODE_OPERATOR), (NAN, NAN))[1],
+                **{f"{who}_e2e_us": _us(at, s, m, kid, "e2e_us")
                    for who, kid in (("kd", rung), ("op", DECODE_OPERATOR), ("k0", base))},
             })
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
@@ -126,11 +152,34 @@ def panel_seconds(decode: pd.DataFrame) -> tuple[float, int, int] | None:
     return float(spans.sum()), int(ok.sum()), len(spans)
 
 
-def findings(decode: pd.DataFrame) -> pd.DataFrame:
+def _host_findings(s: pd.DataFrame, decode_host: pd.DataFrame | None) -> list[dict]:
+    """The operator's host cost per call over the points the host pass measured: its median, its
+    slowest pass and where, and the points whose slowest pass is above ``HOST_LIMIT_US``."""
+    h = s[np.isfinite(s["op_host_max_us"])]
+    if h.empty:
+        return []
+    passes = ""
+    if decode_host is not None and "pass" in decode_host.columns:
+        passes = f"{pd.to_numeric(decode_host['pass'], errors='coerce').nunique()} passes; "
+    worst = h.loc[[h["op_host_max_us"].idxmax()]]
+    over = h[h["op_host_max_us"] > HOST_LIMIT_US]
+    op = f"the operator's ({DECODE_OPERATOR}) host cost per call"
+    return [
+        {"finding": f"{op}, median over the points", "unit": "µs", "points": len(h),
+         "value": float(h["op_host_us"].median()), "where": "",
+         "note": f"{passes}each point its passes' median"},
+        {"finding": f"{op}, the slowest pass", "unit": "µs", "points": len(h),
+         "value": float(worst["op_host_max_us"].iloc[0]), "where": _where(worst), "note": ""},
+        {"finding": f"points where {op} is above {HOST_LIMIT_US:g} µs in a pass", "unit": "points",
+         "points": len(h), "value": len(over), "where": _where(over), "note": ""},
+    ]
+
+
+def findings(decode: pd.DataFrame, decode_host: pd.DataFrame | None = None) -> pd.DataFrame:
     """The panel's findings (``FINDING_COLUMNS``): ``value`` in ``unit``, over ``points``,
     ``where`` naming the points it concerns."""
     rung = _roles()[0]
-    s = summary(decode)
+    s = summary(decode, decode_host)
     best = "the best vendor kernel"  # the faster of ``vendors``, as the section says
     sp = s[np.isfinite(s["speedup"])]
     low = sp[sp["M"] <= GEOMEAN_MAX_M]
@@ -154,6 +203,7 @@ def findings(decode: pd.DataFrame) -> pd.DataFrame:
                         for a, m in zip(untimed["shape"], untimed["M"]))
         rows.append({"finding": f"points where {rung} has no time", "unit": "points", "points": len(s),
                      "value": len(untimed), "where": why, "note": ""})
+    rows += _host_findings(s, decode_host)
     took = panel_seconds(decode)
     if took is not None:
         secs, n, runs = took

@@ -15,18 +15,16 @@ no time. Then, per kernel (``docs/method.md#decode-panel``):
 - ``gpu_us`` (with ``p20_us``, ``p80_us``, ``reps``): the median CUDA-event time of one call,
   ``bench.time_cuda`` with the L2 flushed before every repetition (``bench.L2Flush``), about
   ``TARGET_S`` of repetitions;
-- ``host_us``: the host's cost of one call, the median over ``HOST_BATCHES`` batches of the wall
-  time (``time.perf_counter``) of ``CALLS`` / ``HOST_BATCHES`` calls enqueued while the device is
-  held busy (``bench.hold_gpu``), over those calls: no call waits for the device, and a pause of
-  the host inside one batch moves one batch, not the figure. Empty where the device was not held
-  until a batch's last call returned (the hold is lengthened and tried again ``HOLD_TRIES`` times
-  first);
 - ``e2e_us``: the end-to-end time of one call with the host in it, the wall time of ``CALLS``
   back-to-back calls on the same operands, synchronised once at the end, after ``E2E_WARMUP``
   calls, over ``CALLS``; no flush between them.
 
 Per shape one more row, kernel ``read``: the time to read B's bytes with the read roof's reduction
 (``bench.read_once`` over B's storage), L2 flushed before every repetition.
+
+Then, in a child process that times nothing else, the host pass (``study.measure.decode_host``):
+the host's cost of a call of KD, the operator and cuBLAS's default at every point timed, into
+``DIR/data/decode_host.csv`` (``--no-host`` leaves it out).
 
 Rows go to ``DIR/data/decode.csv`` as each is measured, with the provenance every results row
 carries. A file that holds rows already is continued: the (shape, M, kernel)s it holds are not
@@ -76,11 +74,8 @@ BY_NAME = {p.name: p for p in PANEL}
 MS = (1, 2, 4, 8, 16, 32, 64)
 KERNELS = ("KD", "TD", "TA", "K0", "K0L", DECODE_OPERATOR)
 TARGET_S = 0.04  # timed seconds per (kernel, point): the whole panel in a few minutes
-CALLS = 200  # calls behind host_us and e2e_us
-HOST_BATCHES = 5  # host_us: the median of this many batches of CALLS / HOST_BATCHES calls
+CALLS = 200  # calls behind e2e_us
 E2E_WARMUP = 10
-HOST_PROBE = 10  # calls timed on the host first, to size the hold behind a batch
-HOLD_TRIES = 3
 PROBE_SHAPE = (1, 256, 256)  # a first launch of each kernel: one that cannot run here says so once
 COLUMNS = [*tables.T.decode.columns]  # declared in study.rundata.tables
 # what every row of one decode.csv shares: a continued file of another GPU, build or checkout is refused
@@ -138,6 +133,7 @@ def parser() -> cli.Parser:
     p.add_argument("--shapes", default=",".join(BY_NAME), help="shape names (default: the whole panel)")
     p.add_argument("--ms", default=",".join(map(str, MS)), help=f"the Ms (default {','.join(map(str, MS))})")
     p.add_argument("--budget-s", default=None, help="start no measurement after this many seconds")
+    p.add_argument("--no-host", action="store_true", help="leave the host pass out")
     return p
 
 
@@ -149,16 +145,45 @@ def main(argv: list[str] | None = None) -> int:
         out = cli.out_dir(a.out)
         kernels, shapes, ms = parse_kernels(a.kernels), parse_shapes(a.shapes), parse_ms(a.ms)
         budget = None if a.budget_s is None else cli.positive_float(a.budget_s, "--budget-s")
-        from study.measure import baseline
-
-        baseline.pin_fp32()  # before CUDA starts
-        import torch
-
-        if not torch.cuda.is_available():
-            raise InputError("study.decode measures: it needs a CUDA GPU, and none is visible")
-        return run(out, kernels, shapes, ms, budget)
+        need_gpu("study.decode")
+        t0 = time.monotonic()
+        rc = run(out, kernels, shapes, ms, budget)
+        if rc or a.no_host:
+            return rc
+        left = None if budget is None else budget - (time.monotonic() - t0)
+        if left is not None and left <= 0:
+            cli.say("--budget-s spent: no host pass; run again with the same --out")
+            return rc
+        return host_pass(out, kernels, left)
 
     return cli.main(body)
+
+
+def need_gpu(tool: str) -> None:
+    """TF32 pinned off before CUDA starts; InputError where no CUDA GPU is visible."""
+    from study.measure import baseline
+
+    baseline.pin_fp32()
+    import torch
+
+    if not torch.cuda.is_available():
+        raise InputError(f"{tool} measures: it needs a CUDA GPU, and none is visible")
+
+
+def host_pass(out: Path, kernels: list[str], budget_s: float | None) -> int:
+    """The host pass (``study.measure.decode_host``) over the panel's points, in a child process:
+    one that has timed nothing, the panel's kernels and libraries not yet loaded in it."""
+    import subprocess
+
+    from study.measure import decode_host
+
+    ks = [k for k in kernels if k in decode_host.HOST_KERNELS]
+    if not ks:
+        return 0
+    cmd = [sys.executable, "-m", "study.measure.decode_host", "--out", str(out), "--kernels", ",".join(ks)]
+    if budget_s is not None:
+        cmd += ["--budget-s", f"{budget_s:.0f}" if budget_s >= 1 else "1"]
+    return subprocess.run(cmd).returncode
 
 
 # --- measuring -----------------------------------------------------------------------------------
@@ -225,44 +250,6 @@ def launchers(kernels: list[str]) -> dict:
     return found
 
 
-def host_seconds(call) -> float | None:
-    """Wall seconds per call: the median over ``HOST_BATCHES`` batches of ``CALLS`` / ``HOST_BATCHES``
-    calls, each batch enqueued behind a hold of the device; None where a hold ended before its
-    batch's last call returned, ``HOLD_TRIES`` times."""
-    import statistics
-
-    import torch
-
-    from study.measure import bench
-
-    calls = CALLS // HOST_BATCHES
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(HOST_PROBE):
-        call()
-    hold = bench.HOLD_MARGIN * calls * (time.perf_counter() - t0) / HOST_PROBE
-    torch.cuda.synchronize()
-    per_call = []
-    for _ in range(HOST_BATCHES):
-        for _ in range(HOLD_TRIES):
-            bench.hold_gpu(hold)
-            held = torch.cuda.Event()
-            held.record()
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                call()
-            spent = time.perf_counter() - t0
-            still_held = not held.query()
-            torch.cuda.synchronize()
-            if still_held:
-                per_call.append(spent / calls)
-                break
-            hold *= 4
-        else:
-            return None
-    return statistics.median(per_call)
-
-
 def e2e_seconds(call) -> float:
     """Wall seconds per call of ``CALLS`` back-to-back calls, synchronised at the end, after
     ``E2E_WARMUP`` calls."""
@@ -297,7 +284,7 @@ def _launch_facts(k, a, b, out, cc: str) -> dict:
 
 
 def measure_point(kid: str, k, launch, a, b, ref, flush, cc: str) -> dict:
-    """The measured columns of one (kernel, shape, M): checked, then timed three ways."""
+    """The measured columns of one (kernel, shape, M): checked, then timed twice (GPU, end to end)."""
     import torch
 
     from study.measure import bench
@@ -322,12 +309,8 @@ def measure_point(kid: str, k, launch, a, b, ref, flush, cc: str) -> dict:
         return {**row, "status": "wrong", "note": f"relative error {err:.2e} > {bench.TOLERANCE:.0e}"}
     call = lambda: launch(a, b, out)  # noqa: E731
     t = bench.time_cuda(call, flush, target_s=TARGET_S)
-    host = host_seconds(call)
     row.update(gpu_us=t.ms * 1e3, p20_us=t.p20_ms * 1e3, p80_us=t.p80_ms * 1e3, reps=t.reps,
-               host_us="" if host is None else host * 1e6, e2e_us=e2e_seconds(call) * 1e6, calls=CALLS,
-               **_launch_facts(k, a, b, out, cc))
-    if host is None:
-        row["note"] = "host_us: the device was not held until the last call returned"
+               e2e_us=e2e_seconds(call) * 1e6, calls=CALLS, **_launch_facts(k, a, b, out, cc))
     return row
 
 

@@ -11,8 +11,8 @@ The contract, enforced by :meth:`RunDir.claim_measurement` and :meth:`RunDir.cla
 anything is written:
 
 * a directory holds one GPU's run, and ``data/gpu.json`` says which;
-* measured rows (``results.csv``, ``clocks.csv``, ``ncu.csv``, ``sweep.csv``, ``decode.csv``) are only ever
-  appended: no command replaces or drops them;
+* measured rows (``results.csv``, ``clocks.csv``, ``ncu.csv``, ``sweep.csv``, ``decode.csv``,
+  ``decode_host.csv``) are only ever appended: no command replaces or drops them;
 * a measurement into a directory that holds rows continues that run only with ``--resume`` and
   only on the same GPU;
 * a replay, or a copy of a recorded run, goes into a directory that does not exist or is empty,

@@ -75,10 +75,18 @@ DECODE_OPERATOR = "OP"  # the operator sgemm_ledgers.mm, measured beside the reg
 # a decode panel row (study.measure.decode, docs/method.md#decode-panel): one (shape, M, kernel), or
 # a shape's read roof (kernel DECODE_READ, M empty); times in microseconds; ``status`` "ok",
 # "wrong" (over the tolerance: no time) or "refused" (``note`` says why: no time); ``calls`` the
-# calls behind ``host_us`` and ``e2e_us``
+# calls behind ``e2e_us``
 DECODE_MEASURED = (
     "shape", "N", "K", "M", "kernel", "status", "note", "rel_err", "gpu_us", "p20_us", "p80_us", "reps",
-    "host_us", "e2e_us", "calls", "symbol", "config",
+    "e2e_us", "calls", "symbol", "config",
+)
+# a row of the decode panel's host pass (study.measure.decode_host): one (shape, M, kernel) in one
+# pass (``pass`` 0, 1, ...); the host's cost of a call in microseconds, the median batch of
+# ``batches`` batches of ``calls`` calls (and the fastest and slowest batch), the thread's CPU time;
+# ``status`` "ok", "unheld" or "refused" (``note`` says why: no time)
+DECODE_HOST_MEASURED = (
+    "shape", "N", "K", "M", "kernel", "pass", "status", "note", "host_us", "host_min_us", "host_max_us",
+    "cpu_us", "batches", "calls",
 )
 MEASURED = (
     _t("results", RESULTS_MEASURED + RESULTS_PROVENANCE, ("experiment", "label", "kernel", "impl", "config",
@@ -125,7 +133,10 @@ MEASURED = (
     _t("decode", DECODE_MEASURED + RESULTS_PROVENANCE,
        ("shape", "kernel", "status", "note", "symbol", "config") + _PROVENANCE, "study.measure.decode:main",
        measured=True, append_only=True,
-       needs=("shape", "N", "K", "M", "kernel", "status", "gpu_us", "host_us", "e2e_us")),
+       needs=("shape", "N", "K", "M", "kernel", "status", "gpu_us", "e2e_us")),
+    _t("decode_host", DECODE_HOST_MEASURED + RESULTS_PROVENANCE,
+       ("shape", "kernel", "status", "note") + _PROVENANCE, "study.measure.decode_host:main",
+       measured=True, append_only=True),
 )
 # the seed GPU's published times and constants, kept beside the reference run (inputs of the replay)
 SEED = (
@@ -243,11 +254,11 @@ DERIVED = (
     # (the faster of K0 and K0L), the read roof and the per-call times; and its findings
     _t("decode_summary", ("shape", "N", "K", "M", "kd_us", "k0_us", "k0l_us", "vendor", "vendor_us",
                           "speedup", "speedup_k0", "speedup_k0l", "read_us", "pct_read_roof", "fastest",
-                          "fastest_us", "op_us", "kd_host_us", "op_host_us", "k0_host_us", "kd_e2e_us",
-                          "op_e2e_us", "k0_e2e_us"),
-       ("shape", "vendor", "fastest"), "decode.summary", ("decode",), optional=True),
+                          "fastest_us", "op_us", "kd_host_us", "op_host_us", "k0_host_us", "op_host_max_us",
+                          "kd_e2e_us", "op_e2e_us", "k0_e2e_us"),
+       ("shape", "vendor", "fastest"), "decode.summary", ("decode", "decode_host?"), optional=True),
     _t("decode_findings", ("finding", "value", "unit", "points", "where", "note"),
-       ("finding", "unit", "where", "note"), "decode.findings", ("decode",), optional=True),
+       ("finding", "unit", "where", "note"), "decode.findings", ("decode", "decode_host?"), optional=True),
 )
 
 ALL = MEASURED + SEED + DERIVED
