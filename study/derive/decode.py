@@ -165,13 +165,13 @@ def _host_findings(s: pd.DataFrame, decode_host: pd.DataFrame | None) -> list[di
     over = h[h["op_host_max_us"] > HOST_LIMIT_US]
     op = f"the operator's ({DECODE_OPERATOR}) host cost per call"
     return [
-        {"finding": f"{op}, median over the points", "unit": "µs", "points": len(h),
-         "value": float(h["op_host_us"].median()), "where": "",
+        {"id": "host_median", "finding": f"{op}, median over the points", "unit": "µs",
+         "points": len(h), "value": float(h["op_host_us"].median()), "where": "",
          "note": f"{passes}each point its passes' median"},
-        {"finding": f"{op}, the slowest pass", "unit": "µs", "points": len(h),
+        {"id": "host_slowest", "finding": f"{op}, the slowest pass", "unit": "µs", "points": len(h),
          "value": float(worst["op_host_max_us"].iloc[0]), "where": _where(worst), "note": ""},
-        {"finding": f"points where {op} is above {HOST_LIMIT_US:g} µs in a pass", "unit": "points",
-         "points": len(h), "value": len(over), "where": _where(over), "note": ""},
+        {"id": "host_over", "finding": f"points where {op} is above {HOST_LIMIT_US:g} µs in a pass",
+         "unit": "points", "points": len(h), "value": len(over), "where": _where(over), "note": ""},
     ]
 
 
@@ -184,30 +184,32 @@ def findings(decode: pd.DataFrame, decode_host: pd.DataFrame | None = None) -> p
     sp = s[np.isfinite(s["speedup"])]
     low = sp[sp["M"] <= GEOMEAN_MAX_M]
     rows = [{
-        "finding": f"{rung}'s speed-up over {best}, geometric mean", "unit": "×", "points": len(low),
+        "id": "geomean", "finding": f"{rung}'s speed-up over {best}, geometric mean", "unit": "×",
+        "points": len(low),
         "value": float(np.exp(np.log(low["speedup"]).mean())) if len(low) else NAN,
         "where": f"M <= {GEOMEAN_MAX_M}", "note": "",
     }]
     least = sp.loc[[sp["speedup"].idxmin()]] if len(sp) else sp
-    rows.append({"finding": f"{rung}'s least speed-up over {best}", "unit": "×", "points": len(sp),
-                 "value": float(least["speedup"].iloc[0]) if len(least) else NAN, "where": _where(least),
-                 "note": ""})
+    rows.append({"id": "least", "finding": f"{rung}'s least speed-up over {best}", "unit": "×",
+                 "points": len(sp), "value": float(least["speedup"].iloc[0]) if len(least) else NAN,
+                 "where": _where(least), "note": ""})
     loses = sp[sp["speedup"] < 1.0]
-    rows.append({"finding": f"points where {rung} is slower than {best}", "unit": "points", "points": len(sp),
-                 "value": len(loses), "where": _where(loses), "note": ""})
+    rows.append({"id": "loses", "finding": f"points where {rung} is slower than {best}", "unit": "points",
+                 "points": len(sp), "value": len(loses), "where": _where(loses), "note": ""})
     untimed = s[~np.isfinite(s["kd_us"])]
     if len(untimed):
         _, d = _points(decode)
         status = {(r["shape"], int(r["_m"])): r["status"] for r in d[d["kernel"] == rung].to_dict("records")}
         why = "; ".join(f"{a} M={int(m)} ({status.get((a, int(m)), 'not measured')})"
                         for a, m in zip(untimed["shape"], untimed["M"]))
-        rows.append({"finding": f"points where {rung} has no time", "unit": "points", "points": len(s),
-                     "value": len(untimed), "where": why, "note": ""})
+        rows.append({"id": "untimed", "finding": f"points where {rung} has no time", "unit": "points",
+                     "points": len(s), "value": len(untimed), "where": why, "note": ""})
     rows += _host_findings(s, decode_host)
     took = panel_seconds(decode)
     if took is not None:
         secs, n, runs = took
         over = f", summed over {runs} runs" if runs > 1 else ""
-        rows.append({"finding": "the panel's rows were recorded over", "unit": "s", "points": NAN,
-                     "value": secs, "where": "", "note": f"first row to last of {n} rows{over}"})
+        rows.append({"id": "took", "finding": "the panel's rows were recorded over", "unit": "s",
+                     "points": NAN, "value": secs, "where": "",
+                     "note": f"first row to last of {n} rows{over}"})
     return pd.DataFrame(rows, columns=FINDING_COLUMNS)

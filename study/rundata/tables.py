@@ -251,14 +251,16 @@ DERIVED = (
     _t("model_errors", ("method", "kernel", "impl", "M", "N", "K", "measured_cadence", "predicted_cadence",
                         "error_pct", "role", "bound"), ("method", "kernel", "impl", "role", "bound")),
     # the decode panel (study.derive.decode): per (shape, M) KD against the best vendor kernel
-    # (the faster of K0 and K0L), the read roof and the per-call times; and its findings
+    # (the faster of K0 and K0L), the read roof and the per-call times; and its findings, each
+    # with a short ``id`` a quote can name
     _t("decode_summary", ("shape", "N", "K", "M", "kd_us", "k0_us", "k0l_us", "vendor", "vendor_us",
                           "speedup", "speedup_k0", "speedup_k0l", "read_us", "pct_read_roof", "fastest",
                           "fastest_us", "op_us", "kd_host_us", "op_host_us", "k0_host_us", "op_host_max_us",
                           "kd_e2e_us", "op_e2e_us", "k0_e2e_us"),
        ("shape", "vendor", "fastest"), "decode.summary", ("decode", "decode_host?"), optional=True),
-    _t("decode_findings", ("finding", "value", "unit", "points", "where", "note"),
-       ("finding", "unit", "where", "note"), "decode.findings", ("decode", "decode_host?"), optional=True),
+    _t("decode_findings", ("id", "finding", "value", "unit", "points", "where", "note"),
+       ("id", "finding", "unit", "where", "note"), "decode.findings", ("decode", "decode_host?"),
+       optional=True),
 )
 
 ALL = MEASURED + SEED + DERIVED
