@@ -136,8 +136,8 @@ def test_findings_by_hand(decode_rows, host_rows):
     rows = f.to_dict("records")
     geo, least, loses, untimed, host_median, host_slowest, host_over, took = rows
     # each finding has an id a quote can name, once
-    assert list(f["id"]) == ["geomean", "least", "loses", "untimed", "host_median", "host_slowest", "host_over",
-                             "took"]
+    assert list(f["id"]) == ["geomean", "least", "loses", "untimed", "host_median", "host_slowest",
+                             "host_over", "took"]
     # M <= 32: 1.2 (llama3-8b.o) and 1.5 (qwen2.5-7b.qkv); sqrt(1.2 * 1.5) = sqrt(1.8)
     assert geo["value"] == pytest.approx(1.3416407865) and geo["points"] == 2 and geo["unit"] == "×"
     assert "geometric mean" in geo["finding"] and geo["where"] == "M <= 32"
