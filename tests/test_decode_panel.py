@@ -312,6 +312,53 @@ def test_the_host_pass_reads_the_panels_timed_points_and_alternates_its_order(tm
     assert [host.order(shapes, p) for p in range(3)] == [[O, QKV], [QKV, O], [O, QKV]]
 
 
+class _FakeCudaMatrix:
+    """What ``baseline.cublas_matmul`` reads of an operand on a device, without one."""
+
+    is_cuda = True
+
+    def __init__(self, *shape):
+        self.shape = shape
+
+    def dim(self):
+        return len(self.shape)
+
+
+def test_with_naming_off_no_launcher_opens_a_profiler_session(monkeypatch):
+    import torch
+
+    from study.measure import baseline
+
+    def no_profiler(*args, **kwargs):
+        raise AssertionError("a profiler session was opened")
+
+    monkeypatch.setitem(baseline._NAMING, "on", True)
+    monkeypatch.setattr(torch.profiler, "profile", no_profiler)
+    monkeypatch.setattr(torch, "matmul", lambda a, b, out=None: "product")
+    a, b = _FakeCudaMatrix(2, 8), _FakeCudaMatrix(8, 4)
+    with pytest.raises(AssertionError, match="profiler session"):  # on: a shape's first launch names it
+        baseline.cublas_matmul(a, b)
+    baseline.name_no_kernels()
+    assert baseline.cublas_matmul(a, b) == "product" and (2, 4, 8) not in baseline._KERNELS
+    ran = []
+    assert baseline.kernel_names(lambda: ran.append(1)) is None and not ran
+
+
+def test_the_host_pass_turns_naming_off_before_it_measures(monkeypatch, tmp_path):
+    from study.measure import baseline
+
+    monkeypatch.setitem(baseline._NAMING, "on", True)
+    monkeypatch.setattr(panel, "need_gpu", lambda tool: None)
+    seen = {}
+
+    def run(out, kernels, budget):
+        seen["naming"] = baseline._NAMING["on"]
+        return 0
+
+    monkeypatch.setattr(host, "run", run)
+    assert host.main(["--out", str(tmp_path / "o")]) == 0 and seen == {"naming": False}
+
+
 class _HeldDevice:
     """A stand-in for the device behind ``host_seconds``: synchronize does nothing, and an event
     recorded after a hold is still pending unless ``released`` says the hold ended early."""

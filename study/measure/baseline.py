@@ -22,6 +22,29 @@ def pin_fp32() -> None:
 
 
 _KERNELS: dict[tuple[int, int, int], str] = {}  # shape -> the kernel(s) cuBLAS ran there
+# Whether a vendor launcher names the kernel it ran (a torch.profiler session at a shape's first
+# launch). A profiler session leaves a cost on every later launch of its process (CUPTI stays
+# attached after the session), so a process that measures the host's cost of a call turns it off
+# before its first launch (``name_no_kernels``).
+_NAMING = {"on": True}
+
+
+def name_no_kernels() -> None:
+    """From now on in this process, no launcher opens a profiler session to name its kernel (the
+    rows then record no kernel name)."""
+    _NAMING["on"] = False
+
+
+def kernel_names(run) -> str | None:
+    """The CUDA kernel(s) ``run()`` launches, as the profiler names them, comma-separated; None
+    (and ``run()`` not called) where naming is off."""
+    if not _NAMING["on"]:
+        return None
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    cuda = torch.autograd.DeviceType.CUDA
+    return ", ".join(sorted({e.key for e in prof.key_averages() if e.device_type == cuda}))
 
 
 def cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -32,13 +55,10 @@ def cublas_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = N
     if torch.backends.cuda.matmul.allow_tf32:
         raise TF32Leak("torch.backends.cuda.matmul.allow_tf32 is on: call pin_fp32() first")
     shape = (a.shape[0], b.shape[1], a.shape[1])
-    if shape not in _KERNELS and a.is_cuda:  # the first launch at a shape: which kernel cuBLAS picks
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            r = torch.matmul(a, b, out=out)
-            torch.cuda.synchronize()
-        _KERNELS[shape] = ", ".join(sorted({e.key for e in prof.key_averages()
-                                            if e.device_type == torch.autograd.DeviceType.CUDA}))
-        return r
+    if shape not in _KERNELS and a.is_cuda and _NAMING["on"]:  # a shape's first launch: which kernel
+        got = {}
+        _KERNELS[shape] = kernel_names(lambda: got.setdefault("r", torch.matmul(a, b, out=out)))
+        return got["r"]
     return torch.matmul(a, b, out=out)
 
 

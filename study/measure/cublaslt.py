@@ -70,21 +70,10 @@ def _describe(algorithm) -> dict:
     return info
 
 
-def _kernel_name(run) -> str:
-    """The CUDA kernel(s) ``run()`` launches, as the profiler names them."""
-    import torch
-
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        run()
-        torch.cuda.synchronize()
-    cuda = torch.autograd.DeviceType.CUDA
-    return ", ".join(sorted({e.key for e in prof.key_averages() if e.device_type == cuda}))
-
-
 def _choose(a, b, out) -> dict:
     import torch
 
-    from study.measure import bench
+    from study.measure import baseline, bench
 
     advanced = _nvmath()
     mm, algorithms = _plan(advanced, a, b, out)
@@ -108,7 +97,8 @@ def _choose(a, b, out) -> dict:
                            "the product")
     ms, rank, best = min(timed, key=lambda x: (x[0], x[1]))
     info = {**_describe(best), "heuristic_rank": rank, "timed": len(timed), "offered": len(algorithms),
-            "kernel": _kernel_name(lambda: mm.execute(algorithm=best)), "cublaslt": version()}
+            "kernel": baseline.kernel_names(lambda: mm.execute(algorithm=best)) or "not named",
+            "cublaslt": version()}
     return {"mm": mm, "algorithm": best, "info": info}
 
 

@@ -21,6 +21,8 @@ Per (shape, M, kernel, pass) a row of ``data/decode_host.csv``:
   ``HOLD_TRIES`` times over, each hold four times longer than the last (a launcher that waits for
   the device); "refused" where the call raised (``note`` says why).
 
+No launcher in this process opens a profiler session to name its kernel
+(``baseline.name_no_kernels``): a session leaves a cost on every later launch of its process.
 Operands are drawn as the panel draws them (standard normal, float32); the results are not checked
 again (the panel checked every point it timed). A file that holds rows already is continued: the
 (shape, M, kernel, pass)es it holds are not measured again, and its rows must share this run's GPU,
@@ -206,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         kernels = panel.parse_kernels(a.kernels)
         budget = None if a.budget_s is None else cli.positive_float(a.budget_s, "--budget-s")
         panel.need_gpu("the host pass")
+        from study.measure import baseline
+
+        baseline.name_no_kernels()  # no profiler session in this process: it would cost every later call
         return run(out, kernels, budget)
 
     return cli.main(body)
