@@ -167,17 +167,38 @@ def test_the_registered_operator_and_the_eager_call_give_the_same_bits(M, N, K):
     assert torch.equal(out, eager)
 
 
+_HOST_COST = """
+import sys
+import torch
+import sgemm_ledgers
+from study.measure import baseline, decode_host
+baseline.pin_fp32()
+baseline.name_no_kernels()
+M, N, K = map(int, sys.argv[1:4])
+a, b = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+out = torch.empty(M, N, device="cuda")
+for _ in range(20):
+    sgemm_ledgers.mm(a, b, out=out)
+cost = decode_host.host_seconds(lambda: sgemm_ledgers.mm(a, b, out=out))
+print("unheld" if cost is None else cost * 1e6)
+"""
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 4096, 4096), (4096, 4096, 4096)])
 def test_host_cost_per_call_is_at_most_12_us(M, N, K):
-    import torch
+    """The host pass's figure (host_us), in a process of its own as the host pass measures it: this
+    test process has opened profiler sessions (the vendor launchers name their kernels), and a
+    session leaves a cost on every later launch of its process (docs/notes/kd_stream.md)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    from study.measure.decode_host import host_seconds
-
-    a, b = _operands(M, N, K)
-    out = torch.empty(M, N, device="cuda")
-    for _ in range(20):
-        sgemm_ledgers.mm(a, b, out=out)
-    # the panel's host cost (host_us)
-    cost = host_seconds(lambda: sgemm_ledgers.mm(a, b, out=out))
-    assert cost is not None and cost * 1e6 <= 12.0, cost
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": f"{repo}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    p = subprocess.run([sys.executable, "-c", _HOST_COST, str(M), str(N), str(K)], capture_output=True,
+                       text=True, env=env, cwd=repo, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = p.stdout.strip().splitlines()[-1]
+    assert got != "unheld" and float(got) <= 12.0, got
