@@ -189,7 +189,7 @@ print("unheld" if cost is None else cost * 1e6)
 def test_host_cost_per_call_is_at_most_12_us(M, N, K):
     """The host pass's figure (host_us), in a process of its own as the host pass measures it: this
     test process has opened profiler sessions (the vendor launchers name their kernels), and a
-    session leaves a cost on every later launch of its process (docs/notes/kd_stream.md)."""
+    session can leave a cost on every later launch of its process (docs/notes/kd_stream.md)."""
     import os
     import subprocess
     import sys

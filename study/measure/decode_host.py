@@ -22,7 +22,7 @@ Per (shape, M, kernel, pass) a row of ``data/decode_host.csv``:
   the device); "refused" where the call raised (``note`` says why).
 
 No launcher in this process opens a profiler session to name its kernel
-(``baseline.name_no_kernels``): a session leaves a cost on every later launch of its process.
+(``baseline.name_no_kernels``): a session can leave a cost on every later launch of its process.
 Operands are drawn as the panel draws them (standard normal, float32); the results are not checked
 again (the panel checked every point it timed). A file that holds rows already is continued: the
 (shape, M, kernel, pass)es it holds are not measured again, and its rows must share this run's GPU,
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         panel.need_gpu("the host pass")
         from study.measure import baseline
 
-        baseline.name_no_kernels()  # no profiler session in this process: it would cost every later call
+        baseline.name_no_kernels()  # no profiler session in this process: it can cost every later call
         return run(out, kernels, budget)
 
     return cli.main(body)
