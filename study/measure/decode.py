@@ -189,9 +189,10 @@ def host_pass(out: Path, kernels: list[str], budget_s: float | None) -> int:
 # --- measuring -----------------------------------------------------------------------------------
 
 
-def held_keys(path: Path, prov: dict) -> set[tuple[str, str, str]]:
-    """The (shape, kernel, M) already in ``path`` (M "" for a read-roof row); InputError where its
-    rows were measured with another ``MATCH`` value than this run's (``prov``)."""
+def held_keys(path: Path, prov: dict, keys: tuple[str, ...] = ("shape", "kernel", "M")) -> set[tuple]:
+    """The ``keys`` of the rows already in ``path``, by default (shape, kernel, M) (M "" for a
+    read-roof row); InputError where its rows were measured with another ``MATCH`` value than
+    this run's (``prov``)."""
     import pandas as pd
 
     from study.rundata import results
@@ -200,7 +201,7 @@ def held_keys(path: Path, prov: dict) -> set[tuple[str, str, str]]:
         return set()
     results.check_complete(path)
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    lacks = [c for c in ("shape", "kernel", "M", *MATCH) if c not in df.columns]
+    lacks = [c for c in (*keys, *MATCH) if c not in df.columns]
     if lacks:
         raise InputError(f"{path}: missing column {lacks[0]!r}; measure into another --out")
     for c in MATCH:
@@ -209,10 +210,10 @@ def held_keys(path: Path, prov: dict) -> set[tuple[str, str, str]]:
             raise InputError(f"{path} holds rows measured with {c} {', '.join(held) or '(none)'}; this run's "
                              f"is {prov[c]}: choose another --out (a file holds one GPU's, build's and "
                              "commit's rows)")
-    return set(zip(df["shape"], df["kernel"], df["M"]))
+    return set(zip(*(df[c] for c in keys)))
 
 
-def _usable(e: BaseException) -> None:
+def still_usable(e: BaseException) -> None:
     """Re-raise ``e`` unless the device still works after it (a CUDA error leaves the context
     broken: every later launch would fail, so the run stops there, its rows kept)."""
     import torch
@@ -243,7 +244,7 @@ def launchers(kernels: list[str]) -> dict:
             bench.check(launch, *PROBE_SHAPE)
         except Exception as e:  # a missing library, a build that fails: this kernel only
             if not isinstance(e, ImportError):
-                _usable(e)
+                still_usable(e)
             cli.say(f"{kid}: cannot run here ({first_line(e)}); left out of the panel")
             continue
         found[kid] = (k, launch)
@@ -299,7 +300,7 @@ def measure_point(kid: str, k, launch, a, b, ref, flush, cc: str) -> dict:
             launch(a, b, out)
             torch.cuda.synchronize()
         except Exception as e:  # a refusal, a library's error, a compile that fails: this point only
-            _usable(e)
+            still_usable(e)
             why = first_line(e)
     if why is not None:
         return {**row, "status": "refused", "note": why}

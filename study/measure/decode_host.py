@@ -99,7 +99,7 @@ def measure(call) -> dict:
     try:
         got = batches(call)
     except Exception as e:  # a launcher that refuses here: this point only
-        panel._usable(e)
+        panel.still_usable(e)
         return {"status": "refused", "note": first_line(e)}
     if got is None:
         return {"status": "unheld", "note": "the device was not held until a batch's last call returned"}
@@ -129,16 +129,6 @@ def order(shapes: list[str], p: int) -> list[str]:
     return shapes[::-1] if p % 2 else shapes
 
 
-def held_keys(path: Path, prov: dict) -> set[tuple[str, str, str, str]]:
-    """The (shape, kernel, M, pass)es already in ``path``, its provenance checked as the panel's."""
-    import pandas as pd
-
-    if not panel.held_keys(path, prov):
-        return set()
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    return set(zip(df["shape"], df["kernel"], df["M"], df["pass"]))
-
-
 def run(out: Path, kernels: list[str], budget_s: float | None) -> int:
     import torch
 
@@ -157,7 +147,7 @@ def run(out: Path, kernels: list[str], budget_s: float | None) -> int:
                 "nothing to do")
         return 0
     path = rd.file(tables.T.decode_host)
-    done = held_keys(path, prov)
+    done = panel.held_keys(path, prov, keys=("shape", "kernel", "M", "pass"))
     rd.create()
     file = results.ResultsFile(path, COLUMNS)
     launch = {kid: f for kid, (_, f) in panel.launchers(kernels).items()}
