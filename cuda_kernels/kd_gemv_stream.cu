@@ -24,7 +24,7 @@
 //   several row tiles of MT rows, the blocks of one column slab adjacent so that B is re-read
 //   from L2. The registry picks the smallest MT at least M.
 // Parameters (-D overrides): KD_TX, KD_TG, KD_UNROLL_FEW, KD_UNROLL_MANY, KD_INFLIGHT_BYTES,
-// KD_MAX_SPLITS.
+// KD_MAX_SPLITS, KD_PREFETCH.
 // Needs N % 4 == 0 and K % 4 == 0 (and 16-byte aligned pointers), like K6.
 #include "common.cuh"
 #include "kd_common.cuh"  // the ticket and the workspace
@@ -43,6 +43,9 @@
 #endif
 #ifndef KD_INFLIGHT_BYTES
 #define KD_INFLIGHT_BYTES 49152  // K is split until the loads of B in flight reach this per SM
+#endif
+#ifndef KD_PREFETCH
+#define KD_PREFETCH 0  // 1: the next chunk's loads are issued before the current chunk's FMAs
 #endif
 #ifndef KD_MAX_SPLITS
 #define KD_MAX_SPLITS 16  // the most splits of K
@@ -92,26 +95,35 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
     const float *b_col = B + (col_ok ? col : 0);
     const float4 *a4 = reinterpret_cast<const float4 *>(A + (size_t)m0 * K);
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int c0 = k_begin; c0 < k4s; c0 += CH) {  // the same in every thread: barriers uniform
-        // A chunk wholly inside K, read by a thread whose columns are inside N, needs no guard:
-        // the common case takes the unpredicated path.
-        const bool whole = c0 + CH <= k4s;
-        float4 b[UNROLL][4];
-        const float *b_chunk = b_col + (size_t)4 * (c0 + g) * N;
+    constexpr int A_LOADS = (MT * CH + THREADS - 1) / THREADS;  // a thread's share of a chunk of A
+    // The loads of the chunk at c (float4 rows of B): B's into registers, A's share likewise, to
+    // be stored into shared memory when the chunk's turn comes. A chunk wholly inside K, read by
+    // a thread whose columns are inside N, needs no guard: the common case is unpredicated. A
+    // chunk past the split's end loads nothing.
+    auto load = [&](float4 (&b)[UNROLL][4], float4 (&a)[A_LOADS], int c) {
+        const bool whole = c + CH <= k4s;
+        const float *b_chunk = b_col + (size_t)4 * (c + g) * N;
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {  // every B load of the chunk first: all in flight
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
                 const float4 *p = reinterpret_cast<const float4 *>(b_chunk + (size_t)(4 * TG * u + j) * N);
-                b[u][j] = (whole && col_ok) || (c0 + g + TG * u < k4s && col_ok) ? __ldg(p) : zero;
+                b[u][j] = (whole && col_ok) || (c + g + TG * u < k4s && col_ok) ? __ldg(p) : zero;
             }
         }
 #pragma unroll
-        for (int i = 0; i < (MT * CH + THREADS - 1) / THREADS; ++i) {
+        for (int i = 0; i < A_LOADS; ++i) {
             const int e = threadIdx.x + THREADS * i;
             const int m = e / CH, q = e % CH;  // q fastest: a row's float4 are contiguous
-            if (e < MT * CH)
-                as[q][m] = (m < rows && (whole || c0 + q < k4s)) ? __ldg(a4 + (size_t)m * (K / 4) + c0 + q) : zero;
+            a[i] = e < MT * CH && m < rows && (whole || c + q < k4s) ? __ldg(a4 + (size_t)m * (K / 4) + c + q) : zero;
+        }
+    };
+    // One chunk: its A into shared memory, then every FMA of its B (k in order: FFMA only).
+    auto step = [&](const float4 (&b)[UNROLL][4], const float4 (&a)[A_LOADS]) {
+#pragma unroll
+        for (int i = 0; i < A_LOADS; ++i) {
+            const int e = threadIdx.x + THREADS * i;
+            if (e < MT * CH) as[e % CH][e / CH] = a[i];
         }
         __syncthreads();
 #pragma unroll
@@ -119,10 +131,10 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
             const int q = g + TG * u;
 #pragma unroll
             for (int m = 0; m < MT; ++m) {  // rows past M hold zeros: never stored
-                const float4 a = as[q][m];
-                const float av[4] = {a.x, a.y, a.z, a.w};
+                const float4 av4 = as[q][m];
+                const float av[4] = {av4.x, av4.y, av4.z, av4.w};
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {  // k = 4 (c0 + q) + j, in order: FFMA only
+                for (int j = 0; j < 4; ++j) {  // k = 4 (c + q) + j
                     acc[m].x = fmaf(av[j], b[u][j].x, acc[m].x);
                     acc[m].y = fmaf(av[j], b[u][j].y, acc[m].y);
                     acc[m].z = fmaf(av[j], b[u][j].z, acc[m].z);
@@ -131,7 +143,28 @@ __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const 
             }
         }
         __syncthreads();  // the chunk's A is read by every thread before the next overwrites it
+    };
+    // The loop is the same in every thread (its barriers uniform). With KD_PREFETCH the loads of
+    // the next chunk are issued before the current chunk's FMAs, into a second set of registers
+    // (the loop unrolled by two so that each set keeps its registers): the DRAM sees a thread's
+    // loads without the gap of a chunk's barriers and FMAs between them.
+    float4 b0[UNROLL][4], a0[A_LOADS];
+#if KD_PREFETCH
+    float4 b1[UNROLL][4], a1[A_LOADS];
+    if (k_begin < k4s) load(b0, a0, k_begin);
+    for (int c0 = k_begin; c0 < k4s; c0 += 2 * CH) {
+        load(b1, a1, c0 + CH);
+        step(b0, a0);
+        if (c0 + CH >= k4s) break;
+        load(b0, a0, c0 + 2 * CH);
+        step(b1, a1);
     }
+#else
+    for (int c0 = k_begin; c0 < k4s; c0 += CH) {
+        load(b0, a0, c0);
+        step(b0, a0);
+    }
+#endif
 
     // The k-groups of a warp (lanes tx, tx + TX, ...), summed by shuffles in a fixed order.
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;

@@ -5,6 +5,9 @@ read-flushed before every repetition), each checked against float64 first.
     python docs/notes/kd_stream/kd_sweep.py OUT.jsonl 1              # round 1: every variant
     python docs/notes/kd_stream/kd_sweep.py OUT.jsonl 2 NAME,NAME    # round 2: these, 3 times each
 
+KD_SWEEP_FAMILY=prefetch selects the second family of variants (the next chunk's loads issued
+before the current chunk's FMAs, KD_PREFETCH, and wider blocks) in place of the first.
+
 Run from the repository root on the GPU (docs/notes/kd_stream/run.sh). A variant is
 cuda_kernels/kd_gemv_stream.cu built by nvcc with -D parameters into a shared library
 (kd_variant.cu) that ctypes calls; the B-load cache hints (HINT 1, 2) need a hook the file does
@@ -30,9 +33,23 @@ def hooked() -> Path:
     assert src.count("? __ldg(p) : zero;") == 1
     (BUILD / "kd_gemv_stream.cu").write_text(src.replace("? __ldg(p) : zero;", "? KD_LOAD_B(p) : zero;"))
     return BUILD
-DEF = dict(TX=16, TG=8, FEW=4, MANY=2, INF=49152, MAXS=16, HINT=0)
+DEF = dict(TX=16, TG=8, FEW=4, MANY=2, INF=49152, MAXS=16, HINT=0, PF=0)
+
+def prefetch_variants():
+    """KD_PREFETCH at the bytes in flight and unrolls of the first family, and blocks of 256 and
+    512 threads with and without it (512 threads leave 128 registers a thread: fewer loads each)."""
+    vs = [dict(DEF)]
+    for inf, (few, many) in itertools.product((32768, 49152, 65536, 98304), ((4, 2), (2, 1), (8, 4))):
+        vs.append({**DEF, "PF": 1, "INF": inf, "FEW": few, "MANY": many})
+    for (tx, tg), inf in itertools.product(((8, 16), (16, 16), (8, 32), (4, 32)), (49152, 98304)):
+        vs.append({**DEF, "PF": 1, "TX": tx, "TG": tg, "INF": inf})
+    for pf, (tx, tg, few, many) in itertools.product((0, 1), ((8, 32, 4, 2), (8, 64, 2, 1), (4, 64, 2, 1))):
+        vs.append({**DEF, "PF": pf, "TX": tx, "TG": tg, "FEW": few, "MANY": many})
+    return vs
 
 def variants():
+    if os.environ.get("KD_SWEEP_FAMILY") == "prefetch":
+        return prefetch_variants()
     vs = [dict(DEF)]
     for inf, (few, many) in itertools.product((32768, 49152, 65536, 98304, 131072, 196608), ((4, 2), (2, 1), (8, 4))):
         vs.append({**DEF, "INF": inf, "FEW": few, "MANY": many})
@@ -50,14 +67,14 @@ def variants():
     return out
 
 def name(v):
-    return "tx{TX}tg{TG}f{FEW}m{MANY}i{INF}s{MAXS}h{HINT}".format(**v)
+    return "tx{TX}tg{TG}f{FEW}m{MANY}i{INF}s{MAXS}h{HINT}".format(**v) + ("p1" if v["PF"] else "")
 
 def build(v):
     so = BUILD / (name(v) + ".so")
     cmd = ["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xcompiler", "-fPIC", "-shared",
            f"-I{BUILD}", f"-I{ROOT / 'cuda_kernels'}", f"-DKD_TX={v['TX']}", f"-DKD_TG={v['TG']}", f"-DKD_UNROLL_FEW={v['FEW']}",
            f"-DKD_UNROLL_MANY={v['MANY']}", f"-DKD_INFLIGHT_BYTES={v['INF']}", f"-DKD_MAX_SPLITS={v['MAXS']}",
-           f"-DKDV_HINT={v['HINT']}", "-o", str(so), str(HERE / "kd_variant.cu")]
+           f"-DKDV_HINT={v['HINT']}", f"-DKD_PREFETCH={v['PF']}", "-o", str(so), str(HERE / "kd_variant.cu")]
     r = subprocess.run(cmd, capture_output=True, text=True)
     return v, (so if r.returncode == 0 else None), r.stderr[-300:]
 

@@ -3,13 +3,16 @@ pass's host_seconds (study.measure.decode_host) for the operator, KD's registry 
 torch.matmul at two panel points, first in a process that has opened no profiler session, then
 after 1, 4, 16 and 64 sessions, each session profiling one torch.matmul at a shape of its own (as
 the cuBLAS launcher does at a shape's first launch). With --teardown, TEARDOWN_CUPTI=1 is set
-before torch is imported (Kineto then detaches CUPTI when a session ends).
-Usage, from the repository root: python docs/notes/kd_stream/profiler_cost.py OUT.jsonl [--teardown]"""
+before torch is imported (Kineto then detaches CUPTI when a session ends); with --teardown-late,
+after torch is imported and before the first session (as a module of the study could set it).
+Usage, from the repository root:
+    python docs/notes/kd_stream/profiler_cost.py OUT.jsonl [--teardown | --teardown-late]"""
 import json
 import os
 import sys
 
-if "--teardown" in sys.argv:
+MODE = "before" if "--teardown" in sys.argv else "late" if "--teardown-late" in sys.argv else "none"
+if MODE == "before":
     os.environ["TEARDOWN_CUPTI"] = "1"
 sys.path.insert(0, os.getcwd())
 import torch  # noqa: E402
@@ -37,12 +40,14 @@ def measure():
         for name, call in calls.items():
             for _ in range(3):
                 h = decode_host.host_seconds(call)
-                f.write(json.dumps(dict(teardown="--teardown" in sys.argv, sessions=sessions, M=M, N=N, K=K,
+                f.write(json.dumps(dict(teardown=MODE, sessions=sessions, M=M, N=N, K=K,
                                         call=name, host_us=None if h is None else h * 1e6)) + "\n")
     f.flush()
 
 
 measure()
+if MODE == "late":
+    os.environ["TEARDOWN_CUPTI"] = "1"
 for target in (1, 4, 16, 64):
     while sessions < target:
         sessions += 1
