@@ -24,8 +24,9 @@ def pin_fp32() -> None:
 _KERNELS: dict[tuple[int, int, int], str] = {}  # shape -> the kernel(s) cuBLAS ran there
 # Whether a vendor launcher names the kernel it ran (a torch.profiler session at a shape's first
 # launch). A profiler session can leave a cost on every later launch of its process (Kineto keeps
-# CUPTI attached after a session unless told otherwise), so a process that measures the host's
-# cost of a call turns it off before its first launch (``name_no_kernels``).
+# CUPTI attached after a session unless TEARDOWN_CUPTI=1, which importing ``study`` sets where the
+# environment does not say), so a process that measures the host's cost of a call also opens none
+# (``name_no_kernels``, before its first launch).
 _NAMING = {"on": True}
 
 
