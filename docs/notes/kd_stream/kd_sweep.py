@@ -48,8 +48,15 @@ def prefetch_variants():
     return vs
 
 def variants():
-    if os.environ.get("KD_SWEEP_FAMILY") == "prefetch":
-        return prefetch_variants()
+    vs = prefetch_variants() if os.environ.get("KD_SWEEP_FAMILY") == "prefetch" else first_variants()
+    out, seen = [], set()
+    for v in vs:
+        key = tuple(sorted(v.items()))
+        if key not in seen:
+            seen.add(key); out.append(v)
+    return out
+
+def first_variants():
     vs = [dict(DEF)]
     for inf, (few, many) in itertools.product((32768, 49152, 65536, 98304, 131072, 196608), ((4, 2), (2, 1), (8, 4))):
         vs.append({**DEF, "INF": inf, "FEW": few, "MANY": many})
@@ -59,12 +66,7 @@ def variants():
         vs.append({**DEF, "HINT": hint, "INF": inf, "FEW": few, "MANY": many})
     for inf in (98304, 196608):
         vs.append({**DEF, "MAXS": 32, "INF": inf})
-    out, seen = [], set()
-    for v in vs:
-        key = tuple(sorted(v.items()))
-        if key not in seen:
-            seen.add(key); out.append(v)
-    return out
+    return vs
 
 def name(v):
     return "tx{TX}tg{TG}f{FEW}m{MANY}i{INF}s{MAXS}h{HINT}".format(**v) + ("p1" if v["PF"] else "")
