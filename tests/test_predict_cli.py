@@ -124,15 +124,34 @@ def test_a_balanced_kernel_is_one_wave_of_a_block_per_sm():
 @needs_tools
 def test_a_tiled_triton_kernel_is_predicted_from_its_tile():
     """G12: one program per 128 x 256 tile of C, compiled here (Triton's AOT) as the SASS table
-    compiles it: 512 programs at 4096^3, each doing 4096^3 / 512 / 256 threads FFMAs."""
+    compiles it: 512 programs at 4096^3. Its loop's compare allows one pass fewer than the FFMAs
+    of a tile count (4096^3 / 512 / 256 threads over the loop's): the last pass's FFMAs run after
+    the loop, as the code around it."""
     pytest.importorskip("triton")
     n = 4096
     p = run("--kernel", "G12", "--shape", f"{n},{n},{n}", "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     assert r["grid"] == [(n // 128) * (n // 256), 1, 1] and r["threads"] == 256
-    assert r["trips"] == pytest.approx(n**3 / (r["grid"][0] * 256 * r["loop_ffma"]))
+    assert r["trips_from"] == "loop compare"
+    assert r["trips"] == pytest.approx(n**3 / (r["grid"][0] * 256 * r["loop_ffma"]) - 1)
     assert 0 < r["issue_pct"] <= 100
+
+
+@needs_tools
+def test_the_passes_of_a_triton_loop_compiled_for_one_row_follow_k_not_its_ffmas():
+    """G10 compiled for M = 1 merges the rows a thread owns (M is a constant to Triton): its loop
+    holds 16 times fewer FFMAs than at 4096^3, but each pass still covers the same k. Its passes
+    come from the loop's compare: K over the k of a pass at 4096^3, not the FFMAs' count."""
+    pytest.importorskip("triton")
+    big, one = ({**json.loads(run("--kernel", "G10", "--shape", shape, "--json").stdout)}
+                for shape in ("4096,4096,4096", "1,18944,3584"))
+    assert big["trips_from"] == one["trips_from"] == "loop compare"
+    assert big["loop_ffma"] == 16 * one["loop_ffma"]
+    assert one["trips"] == pytest.approx(big["trips"] * 3584 / 4096)
+    # the FFMAs' count: a 256 x 128 tile (its rows past M = 1 run too) over 256 threads' FFMAs
+    by_ffma = 256 * 128 * 3584 / (256 * one["loop_ffma"])
+    assert by_ffma == pytest.approx(16 * one["trips"])
 
 
 def test_check_sets_each_prediction_beside_the_runs_time_and_summarises(tmp_path, monkeypatch):

@@ -30,13 +30,14 @@ import math
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from study import arch as arches
 from study import cli, kernels
 from study.errors import InputError
 from study.predict import check, model
-from study.toolchain import sass, tools
+from study.toolchain import sass, tools, trips
 
 DEFAULT_GPU = Path(__file__).resolve().parents[2] / "reports" / "data" / "gpu.json"
 
@@ -73,7 +74,14 @@ def registered(kid: str, shape, arch: str, child=None):
                           compute_threads=path.compute_threads, tile=(reg.bm, reg.bn),
                           balanced=reg.balanced)
     instrs = sass.dump_sass(tc.compile_cuda(path, arch), path.symbol)
-    return model.main_loop_of(instrs, model.sgemm_params(shape)), launch, None
+    return (*_with_passes(instrs, model.sgemm_params(shape), launch), None)
+
+
+def _with_passes(instrs, params, launch):
+    """((the main loop, its L1 cycles), ``launch`` with the loop's passes the SASS tells) for a
+    kernel's ``instrs`` and arguments ``params``."""
+    body, cycles = model.main_loop_of(instrs, params)
+    return (body, cycles), replace(launch, passes=trips.loop_trips(instrs, body, params))
 
 
 def triton_tiled(k, shape, arch: str, child=None):
@@ -98,7 +106,7 @@ def triton_tiled(k, shape, arch: str, child=None):
                           threads=t["threads"] or k.threads, smem=int(t["smem_bytes"] or 0),
                           registers=int(usage.get("REG", 0)), tile=(bm, bn))
     params = model.cubin_params(t["arguments"]) if t.get("arguments") else None
-    return model.main_loop_of(sass.dump_sass(t["cubin"], t["name"]), params), launch, t["config"]
+    return (*_with_passes(sass.dump_sass(t["cubin"], t["name"]), params, launch), t["config"])
 
 
 def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):

@@ -4,9 +4,13 @@ at the GPU's clock; DRAM as a floor.
 
 * Residency: blocks per SM from the cubin's registers and shared memory, the threads per block
   and the arch table (:mod:`study.toolchain.occupancy`).
-* Trip count: the multiply-adds of the C the grid's tiles cover (a tile past the edge of C runs
-  its whole loop) over the FFMAs one pass of the loop does for the whole grid (every block's
-  threads that own outputs, each doing the loop's FFMAs).
+* Trip count: the passes the loop's own compare allows (``Launch.passes``, read from the SASS
+  by :mod:`study.toolchain.trips` for the kernel's arguments), where it tells and the grid is not
+  balanced; else the multiply-adds of the C the grid's tiles cover (a tile past the edge of C
+  runs its whole loop) over the FFMAs one pass of the loop does for the whole grid (every block's
+  threads that own outputs, each doing the loop's FFMAs). The two differ where a pass's FFMAs
+  are not all distinct multiply-adds of C (a Triton kernel compiled for M = 1 merges the rows a
+  thread owns into one) and by the passes peeled off the loop (code around the loop).
 * Waves: the grid's blocks over the blocks the SMs hold at once, rounded up (the last wave runs
   as long as a full one); a balanced grid (SGEMM_BALANCED) is priced as one wave of as many
   blocks as the SMs hold, each running an even share of the trips: the ideal its cuts approach.
@@ -41,6 +45,9 @@ class Launch:
     # the blocks share the tiles' loop trips so that the SMs finish together (SGEMM_BALANCED):
     # priced as one wave of as many blocks as the SMs hold, each with an even share
     balanced: bool = False
+    # the main loop's passes per block where its SASS tells them (study.toolchain.trips: the
+    # loop's compare, played), else None and the trip count comes from the FFMAs
+    passes: float | None = None
 
     def padded(self, M: int, N: int) -> tuple[int, int]:
         """The rows and columns of C the grid's tiles cover (M, N where the tile is not known): a
@@ -86,7 +93,8 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         if loops is not None:
             loops[key] = loop
     Mp, Np = launch.padded(M, N)
-    trips = Mp * Np * K / (blocks * owners * ffma)
+    counted = launch.passes is not None and not launch.balanced
+    trips = launch.passes if counted else Mp * Np * K / (blocks * owners * ffma)
     waves = math.ceil(blocks / (occ["blocks"] * gpu.sms))
     hz = gpu.sm_clock_mhz * 1e6
     compute_s = waves * trips * loop.cycles_per_iteration / hz
@@ -101,6 +109,7 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "stalls": dict([kv for kv in loop.stalls.items() if kv[0] != "not_selected"][:3]),
         "cycles_per_iteration": loop.cycles_per_iteration,
         "trips": trips,
+        "trips_from": "loop compare" if counted else "FFMAs",
         "waves": waves,
         "grid": [blocks, 1, 1] if launch.balanced else list(launch.grid),
         "threads": launch.threads,

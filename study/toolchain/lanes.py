@@ -61,7 +61,8 @@ _IMM = re.compile(r"^-?(?:0x[0-9a-fA-F]+|\d+)$")
 _CONST = re.compile(r"^-?c\[0x[0-9a-fA-F]+\]\[(?:0x[0-9a-fA-F]+|U?R\d+(?:\+0x[0-9a-fA-F]+)?)\]$")
 
 
-def _split(operands: str) -> list[str]:
+def split_operands(operands: str) -> list[str]:
+    """An instruction's operands, split at the commas outside brackets."""
     out, depth, cur = [], 0, ""
     for ch in operands:
         if ch in "[":
@@ -165,7 +166,7 @@ def _f32_bits(x: float) -> int:
 
 def step(state: Lanes, ins: Instr) -> None:
     """Play one instruction on ``state`` (its destination becomes unknown where not modelled)."""
-    ops = _split(ins.operands)
+    ops = split_operands(ins.operands)
     base = ins.base.lstrip("U") if ins.base.startswith("U") and ins.base not in ("UMOV",) else ins.base
     mods = ins.mods
     if not ops:
@@ -425,11 +426,11 @@ def _running(state: Lanes, addrs: tuple | None) -> tuple | None:
 
 
 def _shared(ins: Instr) -> str:
-    return next((o for o in _split(ins.operands) if o.startswith("[")), "")
+    return next((o for o in split_operands(ins.operands) if o.startswith("[")), "")
 
 
 def _global(ins: Instr) -> str:
-    ops = _split(ins.operands)
+    ops = split_operands(ins.operands)
     return next((o for o in ops if "desc[" in o or (o.startswith("[") and ins.base == "LDG")), "")
 
 

@@ -14,9 +14,9 @@ def signed(v: int) -> int:
     return v - (1 << 32) if v & 0x80000000 else v
 
 
-_COMPARE = {"LT": lambda x, y: x < y, "LE": lambda x, y: x <= y, "GT": lambda x, y: x > y,
+COMPARE = {"LT": lambda x, y: x < y, "LE": lambda x, y: x <= y, "GT": lambda x, y: x > y,
             "GE": lambda x, y: x >= y, "EQ": lambda x, y: x == y, "NE": lambda x, y: x != y}
-_COMBINE = {"AND": lambda x, y: x and y, "OR": lambda x, y: x or y, "XOR": lambda x, y: x != y}
+COMBINE = {"AND": lambda x, y: x and y, "OR": lambda x, y: x or y, "XOR": lambda x, y: x != y}
 
 
 def isetp(state, ins, ops: list[str]) -> None:
@@ -24,8 +24,8 @@ def isetp(state, ins, ops: list[str]) -> None:
     lane; unknown where an operand is (the 64-bit .EX form is not played)."""
     mods = ins.mods
     names = [o for o in ops[:2] if re.match(r"^P\d$", o)]
-    cmp = next((m for m in mods if m in _COMPARE), None)
-    op = next((m for m in mods if m in _COMBINE), "AND")
+    cmp = next((m for m in mods if m in COMPARE), None)
+    op = next((m for m in mods if m in COMBINE), "AND")
     a = state.read(ops[2]) if len(ops) > 2 else None
     b = state.read(ops[3]) if len(ops) > 3 else None
     p = state.pred(ops[4]) if len(ops) > 4 else (True,) * LANES
@@ -34,8 +34,8 @@ def isetp(state, ins, ops: list[str]) -> None:
             state.preds[name] = None
         return
     conv = (lambda v: v) if "U32" in mods else signed
-    hit = tuple(_COMPARE[cmp](conv(x), conv(y)) for x, y in zip(a, b))
+    hit = tuple(COMPARE[cmp](conv(x), conv(y)) for x, y in zip(a, b))
     if re.match(r"^P\d$", ops[0]):
-        state.preds[ops[0]] = tuple(_COMBINE[op](h, q) for h, q in zip(hit, p))
+        state.preds[ops[0]] = tuple(COMBINE[op](h, q) for h, q in zip(hit, p))
     if len(ops) > 1 and re.match(r"^P\d$", ops[1]):
-        state.preds[ops[1]] = tuple(_COMBINE[op](not h, q) for h, q in zip(hit, p))
+        state.preds[ops[1]] = tuple(COMBINE[op](not h, q) for h, q in zip(hit, p))

@@ -210,7 +210,7 @@ def histogram(instrs: Iterable[Instr]) -> dict[str, int]:
     return h
 
 
-def _branch_target(ins: Instr) -> int | None:
+def branch_target(ins: Instr) -> int | None:
     if ins.base not in ("BRA", "JMP"):
         return None
     hexes = re.findall(r"0x([0-9a-fA-F]+)", ins.operands)
@@ -227,7 +227,7 @@ def find_loops(instrs: Sequence[Instr]) -> list[tuple[int, int]]:
     index = {ins.addr: i for i, ins in enumerate(instrs)}
     loops: dict[int, int] = {}
     for i, ins in enumerate(instrs):
-        target = _branch_target(ins)
+        target = branch_target(ins)
         if target is None or target >= ins.addr or target not in index:
             continue
         start = index[target]
