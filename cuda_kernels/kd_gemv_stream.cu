@@ -45,7 +45,7 @@
 #define KD_INFLIGHT_BYTES 49152  // K is split until the loads of B in flight reach this per SM
 #endif
 #ifndef KD_PREFETCH
-#define KD_PREFETCH 0  // 1: the next chunk's loads are issued before the current chunk's FMAs
+#define KD_PREFETCH 0  // 1: the next chunk's loads before this chunk's FMAs (docs/notes/kd_stream.md)
 #endif
 #ifndef KD_MAX_SPLITS
 #define KD_MAX_SPLITS 16  // the most splits of K
