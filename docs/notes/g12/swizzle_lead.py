@@ -62,7 +62,7 @@ def compiles(rows: int, period: int) -> bool:
 
 
 if __name__ == "__main__":
-    for period, along_k in [(1, 4), (1, 16), (4, 4), (4, 8), (4, 16), (8, 8), (8, 16)]:
+    for period, along_k in [(1, 4), (1, 8), (1, 16), (4, 4), (4, 8), (4, 16), (8, 8), (8, 16)]:
         n, extra = copy_cost(period, along_k)
         print(f"period {period}, {along_k:2d} lanes along k: {n} lines + {extra} = {n + extra} wavefronts")
     import triton
