@@ -7,7 +7,7 @@ that the variant follows G12's code as it is.
   k-steps (gl.split); each k-step reads B's row just before its FMAs (AHEAD off: G12's read-ahead
   slices one row of As, which a swizzled As refuses).
 
-    python docs/notes/g12/harness/g12_swizzled.py                  # CPU: compile, print its SASS facts
+    python docs/notes/g12/harness/g12_swizzled.py                  # CPU: SASS facts and prediction
     python docs/notes/g12/harness/g12_swizzled.py --time OUT.jsonl # GPU: check, then time beside G12, K12
 
 From the repository root. The timing is g12_time.py's: bench.check against float64 first, then
@@ -99,23 +99,38 @@ def module(where: Path):
 
 
 def sass_facts(mod) -> dict:
-    """Registers, local memory and the main loop's counts of the variant compiled here for sm_90,
-    and the extra wavefronts of its copies' writes that the lanes interpreter finds."""
-    from study.toolchain import lanes, sass
+    """Registers, local memory and the main loop's counts of a G12 module compiled here for sm_90 at
+    4096^3, the extra wavefronts of its copies' writes that the lanes interpreter finds, the extra
+    same-bank reads per FFMA (2 and 4 banks), and study.predict's time for it (the committed run's
+    gpu.json and the constants fitted for it; one program per 128 x 256 tile)."""
+    from study.predict import model
+    from study.rundata.gpu import GPU
+    from study.toolchain import lanes, sass, trips
     from triton_kernels import aot
 
-    k = aot.compile_sass_target(mod, shape=(4096, 4096, 4096))
+    shape = (4096, 4096, 4096)
+    k = aot.compile_sass_target(mod, shape=shape)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "k.cubin"
         path.write_bytes(k.cubin)
         res = sass.resources_cubin(path, k.name)
         instrs = sass.dump_sass(path, k.name)
-    loop = sass.main_loop(instrs)
+    params = model.cubin_params(k.arguments)
+    loop, cycles = model.main_loop_of(instrs, params)
     count = Counter(i.opcode for i in loop)
     extra = [c for i, c in zip(loop, lanes.l1_cycles(instrs, loop)) if i.base == "LDGSTS"]
+    launch = model.Launch(grid=(32 * 16, 1, 1), threads=256, smem=k.shared,
+                          registers=int(res.get("REG", 0)), tile=(128, 256),
+                          passes=trips.loop_trips(instrs, loop, params))
+    p = model.predict(loop, launch, shape, GPU.from_json(ROOT / "reports" / "data" / "gpu.json"),
+                      l1_cycles=cycles)
     return dict(registers=res.get("REG"), local=res.get("LOCAL"), loop=len(loop), ffma=count["FFMA"],
                 loads={o: n for o, n in count.items() if o.split(".")[0] in ("LDS", "LDGSTS", "LDL", "STL")},
-                copy_extra_wavefronts=extra)
+                copy_extra_wavefronts=sorted(set(extra)),
+                bank_reads_per_ffma={b: round(sass.bank_conflicts(loop, b) / count["FFMA"], 3)
+                                     for b in (2, 4)},
+                predicted_ms=round(p["ms"], 3), predicted_issue_pct=round(p["issue_pct"], 1),
+                predicted_stalls={s: round(v, 3) for s, v in p["stalls"].items()})
 
 
 def time_all(path: str) -> None:
@@ -154,4 +169,7 @@ if __name__ == "__main__":
         import triton
 
         os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-        print(f"triton {triton.__version__}:", sass_facts(module(Path(tempfile.mkdtemp()))))
+        from triton_kernels import g12_gluon
+
+        print(f"triton {triton.__version__}: G12", sass_facts(g12_gluon))
+        print(f"triton {triton.__version__}: G12s", sass_facts(module(Path(tempfile.mkdtemp()))))
