@@ -25,7 +25,7 @@ from study.toolchain import lanes
 from study.toolchain.predicates import COMBINE, COMPARE, signed
 from study.toolchain.sass import Instr, branch_target
 
-LIMIT = 1 << 20  # passes past which a loop is taken for one no compare ends
+LIMIT = 1 << 20  # a compare that has not ended the loop by this pass is taken for one that never does
 
 
 def _way_out(loop: Sequence[Instr]) -> tuple[int, str, bool] | None:
