@@ -37,6 +37,12 @@ def run(*args, cwd=ROOT):
     (["--compare", "K12", "--shape", "64,64,64"], "two kernel ids"),
     (["--compare", "K12,G12", "--kernel", "K12", "--shape", "64,64,64"], "takes no --kernel"),
     (["--compare", "K12,K99", "--shape", "64,64,64"], "no such kernel"),
+    (["--kernel", "K12", "--shape", "64,64,64", "--config", "{}"], "K12 is not autotuned"),
+    (["--kernel", "TA", "--shape", "64,64,64", "--config", '{"BM": 64'], "not JSON"),
+    (["--kernel", "TA", "--shape", "64,64,64", "--config", "[64, 64]"], "a JSON object"),
+    (["--check", "reports", "--config", "{}"], "--check DIR takes no"),
+    (["--cu", "cuda_kernels/k6_vectorized.cu", "--symbol", "k", "--grid", "1,1", "--block", "32",
+      "--shape", "64,64,64", "--config", "{}"], "--config goes with --kernel"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, says):
     p = run(*args)
@@ -139,6 +145,51 @@ def test_a_tiled_triton_kernel_is_predicted_from_its_tile():
 
 
 @needs_tools
+def test_an_autotuned_kernel_is_predicted_at_the_configuration_given():
+    """TA at one token on an 18944-wide B: the 16 x 64 tile a run timed there and the 256 x 64 tile
+    of 4096^3 are both 18944 / 64 = 296 programs, of 2 and of 8 warps; the wide tile computes 256
+    rows for the one of A, the narrow one 16."""
+    pytest.importorskip("triton")
+    narrow = {"BM": 16, "BN": 64, "BK": 32, "GROUP_M": 8, "num_warps": 2, "num_stages": 5}
+    wide = {"BM": 256, "BN": 64, "BK": 32, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
+    got = {}
+    for name, cfg in (("narrow", narrow), ("wide", wide)):
+        p = run("--kernel", "TA", "--shape", "1,18944,3584", "--config", json.dumps(cfg), "--json")
+        assert p.returncode == 0, p.stderr
+        got[name] = json.loads(p.stdout)
+        assert got[name]["config"] == cfg
+    assert (got["narrow"]["grid"][0], got["narrow"]["threads"]) == (296, 64)
+    assert (got["wide"]["grid"][0], got["wide"]["threads"]) == (296, 256)
+    assert got["narrow"]["ms"] < got["wide"]["ms"]
+
+
+def test_check_compiles_an_autotuned_kernel_at_the_configuration_each_row_timed():
+    """A run's rows carry TA's configuration per shape: --check predicts each shape at the
+    configuration timed there, a kernel with no configuration at None."""
+    import pandas as pd
+
+    from study.predict import check
+
+    cfg = {4096: '{"BM": 256, "BN": 64}', 1: '{"BM": 16, "BN": 64}'}
+    results = pd.DataFrame({
+        "kernel": ["TA", "TA", "TA", "K12"], "M": [4096, 4096, 1, 4096], "N": [4096, 4096, 18944, 4096],
+        "K": [4096, 4096, 3584, 4096], "ms": [3.0, 3.2, 0.1, 2.6], "ld": [None] * 4,
+        "config": [cfg[4096], cfg[4096], cfg[1], None]})
+    times = check.measured_times(results)
+    assert len(times) == 3
+    seen = {}
+
+    def one(kid, shape, loops, config):
+        seen[(kid, shape[0])] = config
+        return {"ms": 1.0, "issue_pct": 80.0, "bound": "issue"}
+
+    rows = check.run(times, one, lambda r: None)
+    assert seen == {("TA", 4096): {"BM": 256, "BN": 64}, ("TA", 1): {"BM": 16, "BN": 64}, ("K12", 4096): None}
+    assert {r["kernel"]: r["measured_ms"] for r in rows if r["shape"][0] == 4096} == {"TA": 3.1, "K12": 2.6}
+    assert next(r for r in rows if r["shape"][0] == 1)["config"] == {"BM": 16, "BN": 64}
+
+
+@needs_tools
 def test_the_passes_of_a_triton_loop_compiled_for_one_row_follow_k_not_its_ffmas():
     """G10 compiled for M = 1 merges the rows a thread owns (M is a constant to Triton): its loop
     holds 16 times fewer FFMAs than at 4096^3, but each pass still covers the same k. Its passes
@@ -170,7 +221,7 @@ def test_check_sets_each_prediction_beside_the_runs_time_and_summarises(tmp_path
     assert times.set_index("kernel").loc["K11", "ms"] == pytest.approx(3.1)  # the median of its rows
     predicted = {("K11", 4096): 2.9, ("K12", 4096): 2.6, ("G12", 4096): 3.2}
 
-    def one(kid, shape, loops):
+    def one(kid, shape, loops, config):
         if (kid, shape[0]) not in predicted:
             raise InputError(f"{kid}: nothing to predict from")
         return {"ms": predicted[(kid, shape[0])], "issue_pct": 80.0, "bound": "issue"}
@@ -211,7 +262,7 @@ def test_check_takes_the_decode_panels_points_and_sums_them_up_per_kernel():
     assert set(times["source"]) == {check.PANEL}
     predicted = {1: 0.022, 2: 0.020}  # KD only: +10% at M = 1, -20% at M = 2
 
-    def one(kid, shape, loops):
+    def one(kid, shape, loops, config):
         if kid != "KD":
             raise InputError(f"{kid}: nothing to predict from")
         return {"ms": predicted[shape[0]], "issue_pct": 50.0, "bound": "dram"}

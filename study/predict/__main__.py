@@ -1,6 +1,7 @@
 """``python -m study.predict``: a kernel's time predicted from its SASS and its launch, no GPU.
 
     python -m study.predict --kernel K12 --shape 4096,4096,4096 [--gpu GPU.json] [--arch sm_90] [--json]
+    python -m study.predict --kernel TA --config JSON --shape M,N,K [...]
     python -m study.predict --cu FILE.cu --symbol NAME --grid X,Y[,Z] --block T --smem BYTES \\
         --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
     python -m study.predict --check DIR [--arch sm_90] [--json]
@@ -9,7 +10,8 @@
 
 A registered CUDA kernel is compiled as the SASS table compiles it and launched as its
 registration says (a block per BM x BN tile of C), a tiled Triton kernel likewise (a program per
-tile); a ``.cu`` file is compiled with ``nvcc -O3
+tile; an autotuned kernel at ``--config``, else at the configuration this process would
+launch); a ``.cu`` file is compiled with ``nvcc -O3
 -std=c++17 -arch=<arch>`` and its folder on the include path, and ``--symbol`` names a kernel in
 it (its name or an unambiguous part of its mangled name) that computes C = A B in one launch of
 the grid given. ``--gpu`` defaults to the committed H200 run's ``gpu.json``. One line per
@@ -50,7 +52,10 @@ def _ints(text: str, flag: str, n: tuple[int, ...]) -> tuple[int, ...]:
     return vals + (1,) * (3 - len(vals))
 
 
-def registered(kid: str, shape, arch: str, child=None):
+def registered(kid: str, shape, arch: str, child=None, config: dict | None = None):
+    """((the main loop, its L1 cycles), the launch, the configuration compiled) of a registered
+    kernel at ``shape``; ``config`` (an autotuned kernel only) is the configuration to compile,
+    e.g. the one a run tuned and timed, else the one this process would launch."""
     from study.toolchain import compile as tc
 
     try:
@@ -60,8 +65,10 @@ def registered(kid: str, shape, arch: str, child=None):
     why = k.constraint_error(*shape)
     if why:
         raise InputError(f"--kernel {kid} at {'x'.join(map(str, shape))}: {why}")
+    if config is not None and not k.tuned:
+        raise InputError(f"--config: {kid} is not autotuned; its launch is its registration's")
     if check.tiled_triton(k):
-        return triton_tiled(k, shape, arch, child)
+        return triton_tiled(k, shape, arch, child, config)
     if not check.predictable(kid):
         raise InputError(f"--kernel {kid}: predicted so far for the CUDA kernels and the tiled Triton "
                          "kernels (use --cu for others)")
@@ -84,9 +91,10 @@ def _with_passes(instrs, params, launch):
     return (body, cycles), replace(launch, passes=trips.loop_trips(instrs, body, params))
 
 
-def triton_tiled(k, shape, arch: str, child=None):
-    """A tiled Triton kernel (a twin, or TA at its configuration for this process): one program
-    per BM x BN tile of C, compiled here as the SASS table compiles it (in a child process)."""
+def triton_tiled(k, shape, arch: str, child=None, config: dict | None = None):
+    """A tiled Triton kernel (a twin, or TA at ``config``, else at its configuration for this
+    process): one program per BM x BN tile of C, compiled here as the SASS table compiles it (in
+    a child process)."""
     from study.toolchain import compile as tc
     from study.toolchain.compile import CompileError
     from study.toolchain.triton_child import TritonChild
@@ -94,10 +102,10 @@ def triton_tiled(k, shape, arch: str, child=None):
     M, N, _ = shape
     try:
         if child is not None:
-            t = tc.compile_triton(k, arch, shape=shape, child=child)
+            t = tc.compile_triton(k, arch, config=config, shape=shape, child=child)
         else:
             with TritonChild() as own:
-                t = tc.compile_triton(k, arch, shape=shape, child=own)
+                t = tc.compile_triton(k, arch, config=config, shape=shape, child=own)
     except CompileError as e:
         raise InputError(f"--kernel {k.id}: {e}") from None
     bm, bn = (t["config"]["BM"], t["config"]["BN"]) if t["config"] else k.tile[:2]
@@ -155,8 +163,8 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
     gpu = GPU.from_json(run.file("gpu.json") if run.has("gpu.json") else DEFAULT_GPU)
     emit = check.emitter(as_json)
     with TritonChild() as child:
-        def one(kid, shape, loops):
-            loop, launch, _ = registered(kid, shape, arch, child)
+        def one(kid, shape, loops, config):
+            loop, launch, _ = registered(kid, shape, arch, child, config)
             try:
                 return model.predict(loop[0], launch, shape, gpu, arch, l1_cycles=loop[1], loops=loops)
             except ValueError as e:
@@ -199,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block", help="with --cu: threads per block")
     p.add_argument("--smem", default="0",
                    help="with --cu: dynamic shared memory per block, bytes (default 0)")
+    p.add_argument("--config", metavar="JSON", help="with --kernel of an autotuned kernel (TA): the "
+                   "configuration to compile, as a run's rows record it, e.g. "
+                   "'{\"BM\": 256, \"BN\": 64, \"BK\": 32, \"num_warps\": 8, \"num_stages\": 3}'")
     p.add_argument("--shape", help="M,N,K")
     p.add_argument("--check", metavar="DIR", help="every kernel at every shape of the run directory DIR, "
                    "beside its measured time")
@@ -216,27 +227,32 @@ def main(argv: list[str] | None = None) -> int:
         a = p.parse_args(argv)
         arch = arches.get(a.arch).sm
         if a.fit:
-            if a.kernel or a.cu or a.shape or a.check or a.compare or a.gpu:
-                raise InputError("--fit DIR takes no --kernel, --cu, --shape, --check, --compare or --gpu")
+            if a.kernel or a.cu or a.shape or a.check or a.compare or a.gpu or a.config:
+                raise InputError("--fit DIR takes no --kernel, --cu, --shape, --check, --compare, --gpu "
+                                 "or --config")
             from study.predict import fit
 
             return fit.run_dir(a.fit, arch, a.json, registered)
         if a.check:
-            if a.kernel or a.cu or a.shape:
-                raise InputError("--check DIR takes no --kernel, --cu or --shape")
+            if a.kernel or a.cu or a.shape or a.config:
+                raise InputError("--check DIR takes no --kernel, --cu, --shape or --config (it compiles "
+                                 "each autotuned kernel at the configuration the run timed)")
             return check_dir(a.check, arch, a.json)
         if not a.shape:
             raise InputError("--shape M,N,K is needed (or --check DIR)")
         shape = _ints(a.shape, "--shape", (3,))
         if a.compare:
-            if a.kernel or a.cu:
-                raise InputError("--compare A,B takes no --kernel or --cu")
+            if a.kernel or a.cu or a.config:
+                raise InputError("--compare A,B takes no --kernel, --cu or --config")
             return compare_kernels(a.compare, shape, arch, a, a.json)
         gpu = GPU.from_json(cli.input_file(a.gpu, "--gpu") if a.gpu else DEFAULT_GPU)
         if bool(a.kernel) == bool(a.cu):
             raise InputError("give --kernel ID, or --cu FILE with --symbol, --grid and --block")
+        if a.config is not None and not a.kernel:
+            raise InputError("--config goes with --kernel (an autotuned kernel)")
         if a.kernel:
-            loop, launch, config = registered(a.kernel, shape, arch)
+            loop, launch, config = registered(a.kernel, shape, arch,
+                                              config=check.config_of(a.config, "--config"))
             name = a.kernel
         else:
             given = (("--symbol", a.symbol), ("--grid", a.grid), ("--block", a.block))

@@ -10,6 +10,7 @@ compared with: no prediction reads them. One line per prediction as it is made, 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 
 import pandas as pd
@@ -22,13 +23,34 @@ PANEL = "panel"  # the source of a time read from the decode panel
 PANEL_BAND_PCT = 15.0  # a panel point off the main shape counts as predicted within this
 
 
+def config_of(text, flag: str = "config") -> dict | None:
+    """An autotuned kernel's configuration as a run's rows record it (a JSON object: BM, BN, BK,
+    GROUP_M, num_warps, num_stages, ...); None for an empty cell."""
+    if text is None or (isinstance(text, float) and math.isnan(text)) or not str(text).strip():
+        return None
+    try:
+        cfg = json.loads(str(text))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{flag} {text}: not JSON ({e.msg})") from None
+    if not isinstance(cfg, dict):
+        raise InputError(f"{flag} {text}: expected a JSON object, e.g. {{\"BM\": 64, \"BN\": 128, ...}}")
+    return cfg
+
+
+def _by_point(df: pd.DataFrame) -> pd.DataFrame:
+    """Median ms per (kernel, M, N, K, config): the configuration a tuned kernel was timed at
+    travels with its time (an empty config for the others)."""
+    df = df.assign(config=df["config"].fillna("").astype(str) if "config" in df.columns else "")
+    return df.groupby(["kernel", "M", "N", "K", "config"], as_index=False)["ms"].median()
+
+
 def measured_times(results: pd.DataFrame) -> pd.DataFrame:
-    """Median ms per (kernel, M, N, K) over a run's rows on contiguous operands."""
+    """Median ms per (kernel, M, N, K, configuration timed) over a run's rows on contiguous
+    operands."""
     r = results
     if "ld" in r.columns:
         r = r[pd.to_numeric(r["ld"], errors="coerce").isna()]
-    r = r.assign(ms=pd.to_numeric(r["ms"], errors="coerce")).dropna(subset=["ms"])
-    return r.groupby(["kernel", "M", "N", "K"], as_index=False)["ms"].median()
+    return _by_point(r.assign(ms=pd.to_numeric(r["ms"], errors="coerce")).dropna(subset=["ms"]))
 
 
 def panel_times(decode: pd.DataFrame) -> pd.DataFrame:
@@ -38,8 +60,7 @@ def panel_times(decode: pd.DataFrame) -> pd.DataFrame:
     d = d.assign(ms=pd.to_numeric(d["gpu_us"], errors="coerce") / 1e3,
                  M=pd.to_numeric(d["M"], errors="coerce")).dropna(subset=["ms", "M"])
     d = d[d["kernel"].astype(str).isin(kernels.BY_ID)]
-    out = d.groupby(["kernel", "M", "N", "K"], as_index=False)["ms"].median()
-    return out.astype({"M": int, "N": int, "K": int}).assign(source=PANEL)
+    return _by_point(d).astype({"M": int, "N": int, "K": int}).assign(source=PANEL)
 
 
 def predictable(kid: str) -> bool:
@@ -54,22 +75,26 @@ def tiled_triton(k) -> bool:
 
 
 def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None]) -> list[dict]:
-    """Predict each (kernel, shape) of ``times`` with ``predict_one(kid, shape, loops)`` (which
-    returns :func:`study.predict.model.predict`'s dict or raises InputError); ``emit`` each row."""
+    """Predict each (kernel, shape) of ``times`` with ``predict_one(kid, shape, loops, config)``
+    (``config``: the configuration an autotuned kernel was timed at, else None; it returns
+    :func:`study.predict.model.predict`'s dict or raises InputError); ``emit`` each row."""
     rows = []
     loops: dict = {}
     for _, t in times.iterrows():
         kid, shape = str(t["kernel"]), (int(t["M"]), int(t["N"]), int(t["K"]))
         if kid not in kernels.BY_ID or not predictable(kid):
             continue
+        config = config_of(t.get("config"))
         try:
-            p = predict_one(kid, shape, loops)
+            p = predict_one(kid, shape, loops, config)
         except InputError as e:
             row = {"kernel": kid, "shape": list(shape), "measured_ms": float(t["ms"]), "error": str(e)}
         else:
             row = {"kernel": kid, "shape": list(shape), "measured_ms": float(t["ms"]), "ms": p["ms"],
                    "error_pct": 100 * (p["ms"] / float(t["ms"]) - 1), "issue_pct": p["issue_pct"],
                    "bound": p["bound"]}
+        if config:
+            row["config"] = config
         if t.get("source") == PANEL:
             row["source"] = PANEL
         rows.append(row)

@@ -56,7 +56,6 @@ LEFT_OUT = {
           "fitted fields barely move; its simulation is a fifth of the fit's time",
     "T1": "Triton 3.9 here gives its A loads other addresses than the SASS the run timed "
           "(ncu's sectors), so the loop played is not the one timed",
-    "TA": "its configuration is the one this process compiles, not the one the run tuned and timed",
 }
 
 ISSUE_NCU = "ncu_issue_pct"
@@ -126,8 +125,8 @@ def ncu_issue(run) -> dict[str, float]:
 def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
     """``--fit DIR``: the fit on the run directory ``root``; ``load(kid, shape, arch, child)`` gives
     a kernel's ((loop body, L1 cycles), launch, configuration) as ``--kernel`` compiles it."""
-    run, gpu, timed, commits = read_run(root)
-    loaded, failed = compile_all(timed, arch, load)
+    run, gpu, timed, configs, commits = read_run(root)
+    loaded, failed = compile_all(timed, arch, load, configs)
     cands = candidates()
     loops: dict = {}
 
@@ -203,7 +202,8 @@ def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
 
 def read_run(root: str):
     """(the run directory, its GPU, the median ms at 4096³ of each kernel ``--check`` predicts in
-    the registry's order, the commits of the declared set's rows)."""
+    the registry's order, the configuration each autotuned one was timed at, the commits of the
+    declared set's rows)."""
     from study.rundata import results
     from study.rundata.gpu import GPU
     from study.rundata.rundir import RunDir
@@ -219,18 +219,19 @@ def read_run(root: str):
     at = times[(times["M"] == MAIN[0]) & (times["N"] == MAIN[1]) & (times["K"] == MAIN[2])]
     ms = {str(k): float(v) for k, v in zip(at["kernel"], at["ms"])}
     timed = {k: ms[k] for k in kernels.BY_ID if k in ms and check.predictable(k)}
+    configs = {str(k): check.config_of(c) for k, c in zip(at["kernel"], at["config"]) if str(k) in timed}
     declared = [k for k in timed if k not in LEFT_OUT]
     if len(declared) < len(GRID) + 2:
         raise InputError(f"--fit {root}: {len(declared)} kernels of the declared set timed at "
                          f"{'x'.join(map(str, MAIN))}; the fit needs at least {len(GRID) + 2}")
     commits = sorted({str(c) for c in rows.loc[rows["kernel"].astype(str).isin(declared), "commit"].dropna()}
                      if "commit" in rows.columns else set())
-    return run, gpu, timed, commits
+    return run, gpu, timed, configs, commits
 
 
-def compile_all(kids, arch: str, load: Callable) -> tuple[dict, dict]:
+def compile_all(kids, arch: str, load: Callable, configs: dict | None = None) -> tuple[dict, dict]:
     """({kernel: (its loop body decoded, L1 cycles, launch)}, {kernel: why it did not compile}),
-    each compiled once at 4096³."""
+    each compiled once at 4096³ (an autotuned one at its configuration in ``configs``)."""
     from study.toolchain.triton_child import TritonChild
 
     loaded, failed = {}, {}
@@ -238,7 +239,7 @@ def compile_all(kids, arch: str, load: Callable) -> tuple[dict, dict]:
         for n, kid in enumerate(kids, 1):
             cli.say(f"compiling {kid} ({n}/{len(kids)})")
             try:
-                (body, cycles), launch, _ = load(kid, MAIN, arch, child)
+                (body, cycles), launch, _ = load(kid, MAIN, arch, child, (configs or {}).get(kid))
             except InputError as e:
                 failed[kid] = str(e)
                 continue

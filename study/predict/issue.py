@@ -69,7 +69,7 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 # One set per GPU, by its name as its gpu.json gives it, fitted by ``python -m study.predict --fit
 # DIR`` (study.predict.fit: the fields searched, the kernels fitted on and the objective):
 # NVIDIA H200: ``python -m study.predict --fit reports``, on the committed run of f951d507f8db (the
-# commit column of reports/data/results.csv).
+# commit column of reports/data/results.csv); the committed run of b86aea531732 picks the same.
 FITTED: dict[str, Constants] = {
     "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, barrier_latency=60),
 }
