@@ -305,3 +305,20 @@ def test_compare_splits_the_gap_by_the_models_costs():
     # tests/test_lanes.py (K6 8 per 32 FFMA, K7 20 per 64), plus the global loads and stores
     assert by[("K6", "full model")]["unit_cycles_per_ffma"] >= 8 / 32
     assert by[("K7", "full model")]["unit_cycles_per_ffma"] >= 20 / 64
+
+
+def test_check_says_when_the_triton_here_is_not_the_runs():
+    """A run whose Triton rows name 3.6.0, checked where Triton is 3.9.0 or missing: one row that
+    says so; checked with 3.6.0, or a run with no Triton rows: none."""
+    import pandas as pd
+
+    from study.predict import check
+
+    rows = pd.DataFrame({"kernel": ["K12", "G12", "TA"], "impl": ["cuda", "triton", "triton"],
+                         "triton": ["3.6.0"] * 3})
+    note = check.toolchain(rows, "3.9.0")
+    assert (note["triton_here"], note["triton_run"]) == ("3.9.0", ["3.6.0"])
+    assert "Triton here: 3.9.0; the run's Triton rows: 3.6.0" in check.line(note)
+    assert "Triton here: none" in check.line(check.toolchain(rows, None))
+    assert check.toolchain(rows, "3.6.0") is None
+    assert check.toolchain(rows[rows["impl"] == "cuda"], "3.9.0") is None

@@ -84,6 +84,42 @@ def test_a_compare_that_does_not_move_gives_no_count():
     assert trips.loop_trips(code, _loop(code, 0x10, 0x40), {K_AT: 4096}) is None
 
 
+def _guarded_bound(guard):
+    """Triton 3.6's G10 in little: the bound (K + 7) / 8 is set up, then a branch on K > 7 jumps
+    over the path for a K too short for the loop, which clears the bound's register; the loop
+    counts 2 a pass up to the bound."""
+    return _code(("", "IADD3", f"R4, c[0x0][{K_AT:#x}], 0x7, RZ"),
+                 ("", "ISETP.GT.AND", "P0, PT, R4, 0x7, PT"),
+                 (guard, "BRA", "0x50"),
+                 ("", "CS2R", "R4, SRZ"),  # the short path: the accumulators (and R4) cleared
+                 ("", "BRA", "0xc0"),
+                 ("", "SHF.R.S32.HI", "R153, RZ, 0x3, R4"),
+                 ("", "UMOV", "UR4, URZ"),
+                 ("", "FFMA", "R8, R5, R6, R8"),  # 0x70: the loop
+                 ("", "UIADD3", "UR4, UR4, 0x2, URZ"),
+                 ("", "ISETP.LE.AND", "P2, PT, R153, UR4, PT"),
+                 ("@!P2", "BRA", "0x70"),
+                 ("", "EXIT", ""),
+                 ("", "EXIT", ""))
+
+
+def test_a_known_branch_before_the_loop_is_followed_over_the_code_it_skips():
+    """At K = 1024 the bound is 128 and the loop runs 64 passes: the branch is taken, so the
+    cleared register is never read. Played straight through, the bound would read 0 (one pass)."""
+    code = _guarded_bound("@P0")
+    loop = _loop(code, 0x70, 0xa0)
+    assert trips.loop_trips(code, loop, {K_AT: 1024}) == 64
+    assert trips.loop_trips(code, loop, {K_AT: 4096}) == 256
+
+
+def test_a_branch_whose_predicate_is_not_known_falls_through():
+    """The same code guarded by a predicate nothing wrote: the branch is not followed, and the
+    straight path clears the bound (as before the rule): the count is the one the cleared bound
+    gives, not a guess at the branch."""
+    code = _guarded_bound("@P5")
+    assert trips.loop_trips(code, _loop(code, 0x70, 0xa0), {K_AT: 1024}) == 1
+
+
 @needs_tools
 @pytest.mark.parametrize("kid, bk", [("K3", 32), ("K7", 8)])
 def test_a_compiled_kernel_runs_k_over_its_tile_depth(kid, bk):

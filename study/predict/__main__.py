@@ -157,11 +157,15 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
     run = RunDir(Path(root))
     if not run.has("results.csv"):
         raise InputError(f"--check {root}: no data/results.csv there (not a run directory)")
-    times = check.measured_times(results.read(run.file("results.csv")))
+    rows = results.read(run.file("results.csv"))
+    times = check.measured_times(rows)
     if run.has("decode.csv"):
         times = pd.concat([times, check.panel_times(pd.read_csv(run.file("decode.csv")))], ignore_index=True)
     gpu = GPU.from_json(run.file("gpu.json") if run.has("gpu.json") else DEFAULT_GPU)
     emit = check.emitter(as_json)
+    note = check.toolchain(rows, _triton_here())
+    if note:
+        emit(note)
     with TritonChild() as child:
         def one(kid, shape, loops, config):
             loop, launch, _ = registered(kid, shape, arch, child, config)
@@ -174,6 +178,14 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
     for row in check.summary(rows):
         emit(row)
     return 0
+
+
+def _triton_here() -> str | None:
+    try:
+        import triton
+    except Exception:  # not installed, or broken: the Triton kernels then do not compile here
+        return None
+    return str(triton.__version__)
 
 
 def compare_kernels(spec: str, shape, arch: str, a, as_json: bool) -> int:

@@ -157,9 +157,25 @@ def panel_summary(rows: list[dict]) -> list[dict]:
     return out
 
 
+def toolchain(results: pd.DataFrame, here: str | None) -> dict | None:
+    """Where the Triton this process compiles with (``here``) is not the one the run's Triton rows
+    name: a row that says so, since the Triton kernels are then predicted from SASS that may not
+    be the SASS the run timed; else None."""
+    if "triton" not in results.columns or "impl" not in results.columns:
+        return None
+    run = sorted({str(v) for v in results.loc[results["impl"] == "triton", "triton"].dropna()})
+    if not run or run == [here]:
+        return None
+    return {"summary": "toolchain", "triton_here": here, "triton_run": run}
+
+
 def line(row: dict) -> str:
     """One row as a line of text."""
     shape = "x".join(map(str, row.get("shape", [])))
+    if row.get("summary") == "toolchain":
+        return (f"Triton here: {row['triton_here'] or 'none'}; the run's Triton rows: "
+                f"{', '.join(row['triton_run'])}: its kernels are predicted from the SASS this "
+                "Triton writes, which may not be the SASS the run timed")
     if row.get("summary") == "shape":
         out = ", ".join(row["outside_10"]) or "none"
         return (f"at {shape}: {row['kernels']} kernels, mean |error| {row['mean_abs_error_pct']:.1f}%, "

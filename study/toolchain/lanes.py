@@ -12,9 +12,11 @@ that :mod:`study.toolchain.access` can count the cycles each access needs.
 Rules of the interpreter:
 
 * Instructions run once each, in address order, from the kernel's entry to the end of the main
-  loop (the loop's first pass); branches are not followed and guards are ignored (an instruction
-  guarded ``@!PT`` never runs): address registers are set on the straight path before the loop,
-  the guarded code beside them (empty problems, bounds) writes other registers. One guard is
+  loop (the loop's first pass); guards are ignored (an instruction guarded ``@!PT`` never runs)
+  and branches are not followed, but for a forward branch before the loop, landing at or before
+  its start, whose predicate is known and the same in every running lane
+  (:func:`study.toolchain.walk.path`): address registers are set on the straight path before the
+  loop, the guarded code beside them (empty problems, bounds) writes other registers. One guard is
   played: an EXIT before the loop under a predicate whose lanes are known (an integer compare,
   ISETP, of known values, combined with another known predicate) ends those lanes, and the
   loop's accesses are priced for the lanes left (a bounds check: at M = 1 a kernel that puts
@@ -46,6 +48,7 @@ import re
 import struct
 from collections.abc import Sequence
 
+from study.toolchain import walk
 from study.toolchain.access import LANES, copy_conflicts, lines, wavefronts
 from study.toolchain.predicates import isetp
 from study.toolchain.predicates import signed as _signed
@@ -388,14 +391,11 @@ def _play(instrs: Sequence[Instr], loop: Sequence[Instr],
     copies: dict[int, tuple | None] = {}
     if not loop:
         return accesses, copies
-    end = loop[-1].addr
     state = Lanes(params)
     in_loop = {i.addr for i in loop}
     start = loop[0].addr
     branched = False  # a branch passed: the straight path may not be warp 0's from here on
-    for ins in instrs:
-        if ins.addr > end:
-            break
+    for ins in walk.path(instrs, state, loop):
         if ins.pred == "@!PT":
             continue  # never executes
         if ins.base == "BRA":

@@ -8,7 +8,9 @@ the loop to an address outside it (``@P2 BRA past``: the loop leaves when it hol
 predicate is the one the loop's last integer compare (ISETP) before that branch writes. Its two
 operands are played in the loop's first and second pass; a loop counter or a pointer moves by the
 same step every pass, so pass i compares a1 + (i - 1)(a2 - a1) with b1 + (i - 1)(b2 - b1), and
-the trip count is the first pass whose compare lets the loop go. Where anything of this is not
+the trip count is the first pass whose compare lets the loop go. The way to the loop is the one
+:func:`study.toolchain.walk.path` gives: a K too short for the loop has code of its own, which the
+warp jumps over and which may clear the registers the bound is in. Where anything of this is not
 known (an operand the interpreter does not know, a uniform predicate, a compare that no pass
 ends), there is no count (``None``) and the caller keeps its own.
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from study.toolchain import lanes
+from study.toolchain import lanes, walk
 from study.toolchain.predicates import COMBINE, COMPARE, signed
 from study.toolchain.sass import Instr, branch_target
 
@@ -114,10 +116,7 @@ def loop_trips(instrs: Sequence[Instr], loop: Sequence[Instr],
 
     state = lanes.Lanes(params)
     seen = []
-    end = loop[-1].addr
-    for ins in instrs:
-        if ins.addr > end:
-            break
+    for ins in walk.path(instrs, state, loop):
         if ins.addr == setp.addr:
             seen.append(_operands(state, ins))
         if ins.pred != "@!PT":
