@@ -123,8 +123,9 @@ def ncu_issue(run) -> dict[str, float]:
 
 
 def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
-    """``--fit DIR``: the fit on the run directory ``root``; ``load(kid, shape, arch, child)`` gives
-    a kernel's ((loop body, L1 cycles), launch, configuration) as ``--kernel`` compiles it."""
+    """``--fit DIR``: the fit on the run directory ``root``; ``load(kid, shape, arch, child, config)``
+    gives a kernel's ((loop body, L1 cycles), launch, configuration) as ``--kernel`` compiles it (an
+    autotuned one at the configuration the run timed)."""
     run, gpu, timed, configs, commits = read_run(root)
     loaded, failed = compile_all(timed, arch, load, configs)
     cands = candidates()
