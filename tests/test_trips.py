@@ -151,3 +151,27 @@ def test_k12s_loop_leaves_its_last_k_tile_to_the_code_after_it():
     assert trips.loop_trips(instrs, loop, model.sgemm_params((4096, 4096, 4096))) == 4096 / 16 - 1
     after = [i for i in instrs if i.addr > loop[-1].addr and i.base == "FFMA"]
     assert len(after) >= sum(1 for i in loop if i.base == "FFMA")
+
+
+@needs_tools
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (1, 18944, 3584)])
+def test_every_cuda_kernels_passes_agree_with_the_ffmas_its_tiles_need(shape):
+    """Every registered CUDA kernel, at the main shape and at one token: the passes its loop's
+    compare allows (the way to the loop as warp 0 takes it) are the passes its tiles' FFMAs need,
+    or one fewer where the last K-tile runs after the loop; a kernel whose compare the SASS does
+    not tell (KD's streaming path, KD's balanced tiled path) gives none."""
+    from study import kernels
+    from study.predict.__main__ import registered
+
+    M, N, K = shape
+    for k in kernels.by_impl("cuda"):
+        if not k.registrations:
+            continue
+        (body, _), launch, _ = registered(k.id, shape, "sm_90")
+        if k.id == "KD":
+            assert launch.passes is None, k.id
+            continue
+        ffma = sum(1 for i in body if i.base == "FFMA")
+        Mp, Np = launch.padded(M, N)
+        need = Mp * Np * K / (launch.blocks * (launch.compute_threads or launch.threads) * ffma)
+        assert launch.passes in (need, need - 1), (k.id, launch.passes, need)
