@@ -213,7 +213,6 @@ def launched_config(stderr: str) -> dict | None:
 def timed_configs(rd: RunDir, shape) -> dict[str, dict]:
     """Kernel id -> the configuration each autotuned kernel was timed with at ``shape`` in the run
     directory (its contiguous rows' ``config``), for the profile to launch the same one."""
-    import pandas as pd
 
     from study.rundata import results
 
@@ -224,18 +223,7 @@ def timed_configs(rd: RunDir, shape) -> dict[str, dict]:
         rows = results.read(path)
     except InputError:
         return {}
-    found = {}
-    M, N, K = shape
-    at = rows[(rows["M"] == M) & (rows["N"] == N) & (rows["K"] == K)]
-    if "ld" in at.columns:  # ncu profiles the shape on its natural strides
-        at = at[pd.to_numeric(at["ld"], errors="coerce").isna()]
-    for kid, cfg in zip(at.get("kernel", []), at.get("config", [])):
-        if isinstance(cfg, str) and cfg.startswith("{"):
-            try:
-                found[str(kid)] = json.loads(cfg)
-            except ValueError:
-                continue
-    return found
+    return results.timed_configs(rows, shape)
 
 
 def _child_cmd(k, shape, config) -> list[str]:

@@ -163,7 +163,7 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
         times = pd.concat([times, check.panel_times(pd.read_csv(run.file("decode.csv")))], ignore_index=True)
     gpu = GPU.from_json(run.file("gpu.json") if run.has("gpu.json") else DEFAULT_GPU)
     emit = check.emitter(as_json)
-    note = check.toolchain(rows, _triton_here())
+    note = check.toolchain(rows, tools.triton_version() or None)
     if note:
         emit(note)
     with TritonChild() as child:
@@ -178,14 +178,6 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
     for row in check.summary(rows):
         emit(row)
     return 0
-
-
-def _triton_here() -> str | None:
-    try:
-        import triton
-    except Exception:  # not installed, or broken: the Triton kernels then do not compile here
-        return None
-    return str(triton.__version__)
 
 
 def compare_kernels(spec: str, shape, arch: str, a, as_json: bool) -> int:

@@ -220,7 +220,7 @@ def read_run(root: str):
     at = times[(times["M"] == MAIN[0]) & (times["N"] == MAIN[1]) & (times["K"] == MAIN[2])]
     ms = {str(k): float(v) for k, v in zip(at["kernel"], at["ms"])}
     timed = {k: ms[k] for k in kernels.BY_ID if k in ms and check.predictable(k)}
-    configs = {str(k): check.config_of(c) for k, c in zip(at["kernel"], at["config"]) if str(k) in timed}
+    configs = {k: c for k, c in results.timed_configs(rows, MAIN).items() if k in timed}
     declared = [k for k in timed if k not in LEFT_OUT]
     if len(declared) < len(GRID) + 2:
         raise InputError(f"--fit {root}: {len(declared)} kernels of the declared set timed at "

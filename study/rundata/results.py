@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import json
 import os
 import platform
 import subprocess
@@ -234,3 +235,21 @@ def key_of(row: dict) -> tuple:
 
 def timestamp() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def timed_configs(rows: pd.DataFrame, shape) -> dict[str, dict]:
+    """Kernel id -> the configuration each autotuned kernel was timed with at ``shape`` in a run's
+    ``rows`` (its rows on contiguous operands: their ``config``; a cell that is not a JSON object
+    is left out)."""
+    found = {}
+    M, N, K = shape
+    at = rows[(rows["M"] == M) & (rows["N"] == N) & (rows["K"] == K)]
+    if "ld" in at.columns:  # the shape on its natural strides
+        at = at[pd.to_numeric(at["ld"], errors="coerce").isna()]
+    for kid, cfg in zip(at.get("kernel", []), at.get("config", [])):
+        if isinstance(cfg, str) and cfg.startswith("{"):
+            try:
+                found[str(kid)] = json.loads(cfg)
+            except ValueError:
+                continue
+    return found
