@@ -49,6 +49,8 @@ class Arch:
     reg_granularity: int = 256  # registers are allocated per warp in these units
     sub_partitions: int = 4  # the register file is split across the SM's 4 schedulers
     max_threads_per_block: int = 1024
+    # dense TF32 tensor-core multiply-adds per SM per clock (see TF32_SOURCES); None: not on record
+    tf32_fma_per_sm_clk: int | None = None
 
     @property
     def number(self) -> int:
@@ -65,11 +67,11 @@ def _arch(cc: str, family: str, lanes: int, warps: int, blocks: int, smem_sm_kb:
 
 _ALL = (
     _arch("7.5", "Turing", 64, 32, 16, 64, 64, smem_reserved_per_block=0, smem_granularity=256),
-    _arch("8.0", "Ampere", 64, 64, 32, 164, 163),
-    _arch("8.6", "Ampere", 128, 48, 16, 100, 99),
+    _arch("8.0", "Ampere", 64, 64, 32, 164, 163, tf32_fma_per_sm_clk=512),
+    _arch("8.6", "Ampere", 128, 48, 16, 100, 99, tf32_fma_per_sm_clk=128),
     _arch("8.7", "Ampere (Orin)", 128, 48, 16, 164, 163),
-    _arch("8.9", "Ada", 128, 48, 24, 100, 99),
-    _arch("9.0", "Hopper", 128, 64, 32, 228, 227),
+    _arch("8.9", "Ada", 128, 48, 24, 100, 99, tf32_fma_per_sm_clk=128),
+    _arch("9.0", "Hopper", 128, 64, 32, 228, 227, tf32_fma_per_sm_clk=1024),
     _arch("10.0", "Blackwell", 128, 64, 32, 228, 227),
     _arch("10.3", "Blackwell", 128, 64, 32, 228, 227),
     _arch("11.0", "Blackwell (Thor)", 128, 48, 24, 228, 227),
@@ -77,6 +79,23 @@ _ALL = (
     _arch("12.1", "Blackwell", 128, 48, 24, 100, 99),
 )
 ARCHS: dict[str, Arch] = {a.sm: a for a in _ALL}  # "sm_90" -> Arch
+
+# Where the TF32 rates come from: each architecture whitepaper's dense TF32 tensor-core TFLOP/s of
+# its flagship, over 2 x SMs x boost clock
+TF32_SOURCES = {
+    "8.0": "NVIDIA A100 Tensor Core GPU Architecture: A100, 156 TFLOP/s, 108 SMs, 1410 MHz",
+    "8.6": "NVIDIA Ampere GA102 GPU Architecture: RTX 3090, 35.6 TFLOP/s, 82 SMs, 1695 MHz",
+    "8.9": "NVIDIA Ada GPU Architecture: RTX 4090, 82.6 TFLOP/s, 128 SMs, 2520 MHz",
+    "9.0": "NVIDIA H100 Tensor Core GPU Architecture: H100 SXM5, 494.7 TFLOP/s, 132 SMs, 1830 MHz",
+}
+TF32_FROM = 80  # no TF32 tensor cores before sm_80
+
+
+def has_tf32(cc) -> bool:
+    """Whether compute capability ``cc`` ("9.0", "sm_90", 90) has TF32 tensor cores (sm_80 on)."""
+    n = _number(cc)
+    return n is not None and n >= TF32_FROM
+
 
 # FP32 lanes per SM of capabilities with no full entry above (see the module docstring).
 LANES_ONLY: dict[str, int] = {

@@ -151,9 +151,12 @@ def specialize(fn, args: dict[str, Any]) -> tuple[dict, dict, dict]:
 
     Mirrors Triton's rule: declared ``tl.constexpr`` parameters and integers equal to 1 are
     constants; integers get ``i32``/``i64`` and pointers ``*<dtype>``, each with
-    ``tt.divisibility = 16`` when the value (address) is a multiple of 16.
+    ``tt.divisibility = 16`` when the value (address) is a multiple of 16. A constexpr parameter
+    with a default takes it where ``args`` leaves it out, as at a launch.
     """
     names = list(fn.arg_names)
+    defaults = {p.name: p.default for p in fn.params if p.is_constexpr and getattr(p, "has_default", False)}
+    args = {**{n: v for n, v in defaults.items() if n not in args}, **args}
     missing = [n for n in names if n not in args]
     unknown = [n for n in args if n not in names]
     if missing or unknown:

@@ -1,4 +1,5 @@
-"""The one tiled FP32 matmul kernel behind the Triton twins T3, T3c, T4, T5 and TA.
+"""The one tiled FP32 matmul kernel behind the Triton twins T3, T3c, T4, T5 and TA (and, on the
+tensor cores, TT and TX: :mod:`triton_kernels.tc_autotuned`).
 
 Each twin fixes the block tile (BM x BN x BK) and the number of warps of the CUDA kernel it
 mirrors; everything inside the tile (which thread owns which outputs, vector widths, the
@@ -78,6 +79,8 @@ def tiled_matmul_kernel(
     EVEN_K: tl.constexpr,  # K % BK == 0: no K tile is partial, loads need no K mask
     # edge scheme: True masks the A/B loads on M and N, False wraps rows/columns (default: MASK_MN)
     MASK_MN: tl.constexpr = MASK_MN,
+    # how tl.dot multiplies: "ieee" (FP32 FMA, the study's kernels), "tf32" or "tf32x3" (tensor cores)
+    PRECISION: tl.constexpr = "ieee",
 ):
     """C[M, N] = A[M, K] @ B[K, N] in FP32; one program computes one BM x BN tile of C."""
     pid = tl.program_id(0)
@@ -133,7 +136,7 @@ def tiled_matmul_kernel(
             else:
                 a = tl.load(a_ptrs, mask=rk[None, :] < k_left, other=0.0)
                 b = tl.load(b_ptrs, mask=rk[:, None] < k_left, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision="ieee")
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
         a_ptrs += BK * stride_ak
         b_ptrs += BK * stride_bk
 
@@ -199,11 +202,12 @@ def edge_scheme(mask_mn: bool | None) -> bool:
 
 
 def launch_tiled(a, b, out, BM: int, BN: int, BK: int, num_warps: int, num_stages: int = 1,
-                 group_m: int = ROW_MAJOR, mask_mn: bool | None = None):
+                 group_m: int = ROW_MAJOR, mask_mn: bool | None = None, precision: str = "ieee"):
     """``out = a @ b`` with :func:`tiled_matmul_kernel` on one BM x BN x BK tile configuration.
 
     ``out`` None allocates the result; the result is returned either way. ``mask_mn`` picks the
-    edge scheme (True: masked M/N loads, False: wrapped rows/columns; None: :data:`MASK_MN`).
+    edge scheme (True: masked M/N loads, False: wrapped rows/columns; None: :data:`MASK_MN`);
+    ``precision`` is ``tl.dot``'s input precision ("ieee": FP32 FMA; "tf32", "tf32x3": tensor cores).
     """
     mask_mn = edge_scheme(mask_mn)
     out = check_operands(a, b, out)
@@ -215,7 +219,7 @@ def launch_tiled(a, b, out, BM: int, BN: int, BK: int, num_warps: int, num_stage
         M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
         BM=BM, BN=BN, BK=BK, GROUP_M=group_m, EVEN_K=even_k(K, BK), MASK_MN=mask_mn,
-        num_warps=num_warps, num_stages=num_stages,
+        PRECISION=precision, num_warps=num_warps, num_stages=num_stages,
     )
     return out
 

@@ -171,6 +171,11 @@ class Derivation:
         return self._measured(T.decode_host)
 
     @cached_property
+    def accuracy(self) -> pd.DataFrame | None:
+        """The accuracy ledger's rows (``python -m study.accuracy``); None in a run without them."""
+        return self._measured(T.accuracy)
+
+    @cached_property
     def _counters_split(self) -> tuple[pd.DataFrame | None, pd.DataFrame]:
         ncu = self._measured(T.ncu)
         ncu = ncu if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None

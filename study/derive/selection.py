@@ -46,12 +46,14 @@ def _roles(k) -> list[str]:
         roles.append("baseline")
     if k in registry.cuda_ladder():
         roles.append("rung")
-    if k.tuned:
+    if k in registry.tuned_kernels():
         roles.append("tuned")
     if k in registry.request_ledger_kernels():
         roles.append("request_ledger")
     if k.calibrates:
         roles.append(f"calibrates_{k.calibrates}")
+    if k.precision != "fp32":
+        roles.append("tensor_core")
     return roles
 
 
@@ -59,12 +61,12 @@ def kernels_table() -> pd.DataFrame:
     """The registry as this derivation saw it, one row per kernel in registry order: id, impl,
     order, idea, twin, tile, threads, pipeline depth, Gluon, the shapes it is meant for, its roles
     (``baseline``, ``rung`` of the ladder, ``tuned``, ``request_ledger``, a calibrator's
-    ``calibrates_ldg``/``calibrates_lds``), the CUDA kernels it is a software-pipelined ``tl.dot``
-    twin of (``pipelined_twin_of``), its counted requests per FMA (the request ledger) and its
+    ``calibrates_ldg``/``calibrates_lds``, ``tensor_core`` beside the study), the CUDA kernels it
+    is a software-pipelined ``tl.dot`` twin of (``pipelined_twin_of``), its counted requests per FMA (the request ledger) and its
     notes. What the report selects by role it selects from here (``study.report.load.Run``)."""
     ladder = registry.cuda_ladder()
     out = []
-    for i, k in enumerate(registry.KERNELS):
+    for i, k in enumerate(registry.REGISTRY):
         out.append({
             "id": k.id, "impl": k.impl, "order": i, "idea": k.idea, "twin": k.twin or "",
             "tile": "x".join(map(str, k.tile)) if k.tile else "", "threads": k.threads,

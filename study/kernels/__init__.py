@@ -307,7 +307,25 @@ KERNELS: tuple[Kernel, ...] = (
     ),
 )
 
-BY_ID: dict[str, Kernel] = {k.id: k for k in KERNELS}
+# Beside the study: the tiled Triton kernel on the tensor cores, for the accuracy ledger (``python -m
+# study.accuracy``) and nothing else by default; ``KERNELS`` and every selection below hold the FP32
+# kernels only, and a run measures these where ``--kernels`` names them.
+TENSOR_CORE: tuple[Kernel, ...] = (
+    Kernel(
+        "TT", "triton", "autotuned tl.dot on the tensor cores, TF32 (one product, operands rounded to TF32)",
+        target="triton_kernels.tc_autotuned:matmul_tf32", source="triton_kernels/tile.py",
+        symbol="tiled_matmul_kernel", tuned="triton_kernels.tc_autotuned:best_tf32", precision="tf32",
+    ),
+    Kernel(
+        "TX", "triton", "autotuned tl.dot on the tensor cores, 3xTF32 (operands split in high and low "
+        "TF32 parts, three products)",
+        target="triton_kernels.tc_autotuned:matmul_tf32x3", source="triton_kernels/tile.py",
+        symbol="tiled_matmul_kernel", tuned="triton_kernels.tc_autotuned:best_tf32x3", precision="tf32x3",
+    ),
+)
+REGISTRY: tuple[Kernel, ...] = KERNELS + TENSOR_CORE  # every kernel, the study's first
+
+BY_ID: dict[str, Kernel] = {k.id: k for k in REGISTRY}
 IDS: tuple[str, ...] = tuple(BY_ID)
 BASELINE: Kernel = next(k for k in KERNELS if k.impl == "cublas")
 
@@ -324,7 +342,8 @@ def select(spec: str | None) -> list[Kernel]:
     """Kernels named in a comma-separated spec ("K1,K6"), all of them for None.
 
     A kernel named twice is taken once, where it first appears. The baseline is always
-    included: every % of cuBLAS needs it.
+    included: every % of cuBLAS needs it. None: the study's kernels (``KERNELS``), not the
+    tensor-core ones.
     """
     if not spec:
         return list(KERNELS)
@@ -342,7 +361,8 @@ def select(spec: str | None) -> list[Kernel]:
 
 
 def resolve(kernels) -> list[Kernel]:
-    """Registry entries from Kernel objects, ids, a "K3,K6" spec, or None (the whole registry)."""
+    """Registry entries from Kernel objects, ids, a "K3,K6" spec, or None (the study's kernels,
+    ``KERNELS``)."""
     if kernels is None:
         return list(KERNELS)
     if isinstance(kernels, str):

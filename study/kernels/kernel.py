@@ -173,6 +173,9 @@ class Kernel:
     # the launcher takes contiguous (row-major) operands only, so a padded point is not measured:
     # every CUDA kernel (``check_cuda_operands``), and a library path that plans one layout
     contiguous: bool = False
+    # how it multiplies: "fp32" (FP32 FMA: the study's kernels), or on the tensor cores "tf32" (one
+    # TF32 product) or "tf32x3" (three: the operands split in high and low TF32 parts)
+    precision: str = "fp32"
 
     @property
     def contiguous_only(self) -> bool:

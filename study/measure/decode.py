@@ -224,9 +224,10 @@ def still_usable(e: BaseException) -> None:
         raise e from None
 
 
-def launchers(kernels: list[str]) -> dict:
+def launchers(kernels: list[str], probe: tuple[int, int, int] = PROBE_SHAPE, what: str = "the panel") -> dict:
     """Kernel id -> (registry entry or None for the operator, ``launch(a, b, out)``) for those that
-    run here: each launched once at ``PROBE_SHAPE``; one that cannot is left out with one line."""
+    run here: each launched once at ``probe``; one that cannot is left out of ``what`` with one
+    line."""
     import importlib
 
     from study import kernels as registry
@@ -241,11 +242,11 @@ def launchers(kernels: list[str]) -> dict:
             else:
                 k = registry.get(kid)
                 launch = k.launcher
-            bench.check(launch, *PROBE_SHAPE)
+            bench.check(launch, *probe)
         except Exception as e:  # a missing library, a build that fails: this kernel only
             if not isinstance(e, ImportError):
                 still_usable(e)
-            cli.say(f"{kid}: cannot run here ({first_line(e)}); left out of the panel")
+            cli.say(f"{kid}: cannot run here ({first_line(e)}); left out of {what}")
             continue
         found[kid] = (k, launch)
     return found

@@ -71,7 +71,8 @@ def predictable(kid: str) -> bool:
 
 
 def tiled_triton(k) -> bool:
-    return k.impl == "triton" and bool(k.tile or k.tuned)
+    """A Triton kernel of a program per tile on the FP32 FMA units (the model has no tensor cores)."""
+    return k.impl == "triton" and bool(k.tile or k.tuned) and k.precision == "fp32"
 
 
 def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None]) -> list[dict]:

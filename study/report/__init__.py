@@ -18,6 +18,7 @@ from study.errors import first_line
 from study.report.figures import FIGURES, PANEL_FIGURES, Skip, make_figures  # noqa: F401
 from study.report.load import Run, load
 from study.report.md import gpu_name
+from study.report.sections.accuracy import section_accuracy
 from study.report.sections.bounds import section_bounds
 from study.report.sections.counters import section_counters
 from study.report.sections.decode import section_decode
@@ -54,6 +55,7 @@ def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str] | None
         ("### E4 strides", section_strides),
         ("### E6 clocks", section_clocks),
         ("## Decode panel", section_decode),
+        ("## Accuracy ledger", section_accuracy),
         ("## Hardware counters", section_counters),
         ("## Seed GPU replay", section_seed),
         ("## Figures", section_figures),

@@ -88,6 +88,15 @@ DECODE_HOST_MEASURED = (
     "shape", "N", "K", "M", "kernel", "pass", "status", "note", "host_us", "host_min_us", "host_max_us",
     "cpu_us", "batches", "calls",
 )
+# a row of the accuracy ledger (study.measure.accuracy, docs/method.md#accuracy-ledger): one kernel's
+# error at one (distribution ``dist``, K) with M = N fixed (``role`` "error"), or its time at one
+# shape on standard-normal inputs (``role`` "speed", ``ms`` with p20/p80); ``precision`` the
+# kernel's (fp32, tf32, tf32x3); ``max_ulp`` the largest error in units of the FP32 result's ulp;
+# ``status`` "ok", "wrong" (not finite, or over the check's bound before timing) or "refused"
+ACCURACY_MEASURED = (
+    "kernel", "precision", "role", "dist", "M", "N", "K", "status", "note", "rel_err", "max_ulp", "ms",
+    "p20_ms", "p80_ms", "reps", "config",
+)
 MEASURED = (
     _t("results", RESULTS_MEASURED + RESULTS_PROVENANCE, ("experiment", "label", "kernel", "impl", "config",
        "symbol") + _PROVENANCE, "study.measure.plan:run_plan", measured=True, append_only=True),
@@ -137,6 +146,10 @@ MEASURED = (
     _t("decode_host", DECODE_HOST_MEASURED + RESULTS_PROVENANCE,
        ("shape", "kernel", "status", "note") + _PROVENANCE, "study.measure.decode_host:main",
        measured=True, append_only=True),
+    _t("accuracy", ACCURACY_MEASURED + RESULTS_PROVENANCE,
+       ("kernel", "precision", "role", "dist", "status", "note", "config") + _PROVENANCE,
+       "study.measure.accuracy:main", measured=True, append_only=True,
+       needs=("kernel", "precision", "role", "dist", "K", "status", "rel_err", "max_ulp", "ms")),
 )
 # the seed GPU's published times and constants, kept beside the reference run (inputs of the replay)
 SEED = (
@@ -261,6 +274,18 @@ DERIVED = (
     _t("decode_findings", ("id", "finding", "value", "unit", "points", "where", "note"),
        ("id", "finding", "unit", "where", "note"), "decode.findings", ("decode", "decode_host?"),
        optional=True),
+    # the accuracy ledger (study.derive.accuracy): each kernel's error per (distribution, K) beside
+    # the baseline's; per kernel its speed, its worst error against the baseline's and whether it
+    # is FP32-class; and the findings (the peaks drawn as limits among them)
+    _t("accuracy_ledger", ("kernel", "precision", "dist", "K", "rel_err", "max_ulp", "baseline_rel_err",
+                           "vs_baseline"), ("kernel", "precision", "dist"), "accuracy.ledger", ("accuracy",),
+       optional=True),
+    _t("accuracy_summary", ("kernel", "precision", "ms", "tflops", "speedup_vs_vendor", "rel_err_randn",
+                            "worst_vs_baseline", "worst_dist", "worst_K", "max_ulp_uniform", "fp32_class"),
+       ("kernel", "precision", "worst_dist", "fp32_class"), "accuracy.summary", ("accuracy", "gpu"),
+       optional=True),
+    _t("accuracy_findings", ("id", "finding", "value", "unit", "where", "note"),
+       ("id", "finding", "unit", "where", "note"), "accuracy.findings", ("accuracy", "gpu"), optional=True),
 )
 
 ALL = MEASURED + SEED + DERIVED

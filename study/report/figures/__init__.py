@@ -2,8 +2,8 @@
 
 ``draw_<name>(run)`` draws a figure and returns it (``bars``, ``points``, ``series``); ``fig_<name>(run,
 fig_dir)`` saves it as ``fig_dir/<name>.png``. A figure whose data the run lacks raises Skip with the
-reason; ``make_figures`` records it. A panel's figure (``PANEL_FIGURES``: the decode panel's) is
-drawn, and listed, only where the run holds the panel's table (``figures_of``).
+reason; ``make_figures`` records it. A panel's figure (``PANEL_FIGURES``: the decode panel's, the
+accuracy ledger's) is drawn, and listed, only where the run holds the panel's table (``figures_of``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from study.errors import first_line
+from study.report.figures.accuracy import draw_accuracy
 from study.report.figures.bars import draw_loads_per_fma, draw_shapes, draw_strides, draw_throughput
 from study.report.figures.common import (  # noqa: F401
     BAND_PCT,
@@ -57,7 +58,9 @@ def _saver(name: str, draw: Callable[[Run], Figure]) -> Callable[[Run, Path], Pa
 # each figure's fig_<name>, the name the report cites (study.report exports them under it)
 FIGURES: dict[str, Callable[[Run, Path], Path]] = {name: _saver(name, draw) for name, draw in DRAW.items()}
 # a panel's figures: name -> (the table of the panel it needs, its drawing function)
-PANEL_DRAW: dict[str, tuple[str, Callable[[Run], Figure]]] = {"decode": ("decode_summary", draw_decode)}
+PANEL_DRAW: dict[str, tuple[str, Callable[[Run], Figure]]] = {
+    "decode": ("decode_summary", draw_decode), "accuracy": ("accuracy_summary", draw_accuracy),
+}
 PANEL_FIGURES: dict[str, Callable[[Run, Path], Path]] = {
     name: _saver(name, draw) for name, (_, draw) in PANEL_DRAW.items()
 }

@@ -5,6 +5,8 @@ such section (``None``)."""
 
 from __future__ import annotations
 
+import math
+
 from study.report.figures import figref, in_run
 from study.report.load import Run
 from study.report.md import md, missing, num
@@ -29,7 +31,7 @@ def section_decode(run: Run) -> list[str] | None:
         "(`docs/method.md#decode-panel`).",
         "",
     ]
-    lines += _findings(run)
+    lines += findings(run, FINDINGS, "the decode panel's findings", UNITS)
     rows = [[r.shape, f"{int(r.N)}×{int(r.K)}", int(r.M), num(r.kd_us), num(r.vendor_us),
              r.vendor if isinstance(r.vendor, str) and r.vendor else "–", num(r.speedup, "{:.3f}×"),
              num(r.speedup_k0, "{:.3f}×"), num(r.speedup_k0l, "{:.3f}×"), num(r.read_us),
@@ -55,16 +57,18 @@ def section_decode(run: Run) -> list[str] | None:
     return lines + figref(run, "decode")
 
 
-def _findings(run: Run) -> list[str]:
-    f = run.tables.get(FINDINGS)
+def findings(run: Run, key: str, what: str, units: dict) -> list[str]:
+    """A panel's findings table ``key`` as bullets: each finding, its value in its unit's format
+    (``units``), where, over how many points and its note."""
+    f = run.tables.get(key)
     if f is None:
-        return missing("the decode panel's findings",
-                       run.missing.get(FINDINGS, "decode_findings.csv has no rows"))
+        return missing(what, run.missing.get(key, f"{key}.csv has no rows"))
     out = []
     for r in f.itertuples():
-        value = num(r.value, UNITS.get(str(r.unit), "{:g}"))
+        value = num(r.value, units.get(str(r.unit), "{:g}"))
         where = f" at {r.where}" if isinstance(r.where, str) and r.where.strip() else ""
-        about = [f"over {int(r.points)} points"] if r.points == r.points else []
+        points = getattr(r, "points", math.nan)
+        about = [f"over {int(points)} points"] if points == points else []
         about += [r.note] if isinstance(r.note, str) and r.note.strip() else []
         tail = f" ({'; '.join(about)})" if about else ""
         out.append(f"- **Finding:** {r.finding}: **{value}**{where}{tail}")

@@ -1,0 +1,147 @@
+"""The accuracy ledger's derived tables (`docs/method.md#accuracy-ledger`) from its measured rows
+(``accuracy.csv``, written by ``python -m study.accuracy``).
+
+``ledger``: per kernel, distribution and K its relative error and largest error in ulps, beside the
+baseline's (cuBLAS FP32, ``registry.BASELINE``) at the same point and its ratio to it.
+``summary``: per kernel its time and TFLOP/s at the speed shape, its speed-up over the best vendor
+kernel there (the fastest of the registry's cuBLAS kernels), its relative error on standard-normal
+inputs at the middle K, its worst ratio to the baseline's error and where, its largest ulp error
+on uniform inputs (``ULP_DIST``: no sum cancels there, so no output lies near zero, where an ulp
+is tiny and any error is millions of them), and whether it is *FP32-class*: at every
+(distribution, K) both measured, its relative error at most ``FP32_CLASS_FACTOR`` times the
+baseline's. ``findings``: the FP32 FMA peak and the TF32
+tensor-core peak at the GPU's clock (the figure's limits), which kernels are FP32-class, the
+fastest FP32-class kernel and its speed-up over the best vendor kernel.
+
+Only rows with status "ok" count; where a point was measured twice the last row wins.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from study import arch
+from study import kernels as registry
+from study.errors import InputError
+from study.rundata.tables import T
+
+FP32_CLASS_FACTOR = 4.0  # FP32-class: never more than this many times the baseline's error
+ULP_DIST = "uniform"  # the distribution whose ulp errors the summary states
+NAN = math.nan
+
+
+def _ok(accuracy: pd.DataFrame, role: str) -> pd.DataFrame:
+    lacks = [c for c in T.accuracy.required if c not in accuracy.columns]
+    if lacks:
+        raise InputError(f"{T.accuracy.file}: missing column{'s' * (len(lacks) > 1)} "
+                         + ", ".join(map(repr, lacks)))
+    d = accuracy.copy()
+    for c in ("kernel", "precision", "role", "dist", "status"):
+        d[c] = d[c].astype(str).str.strip()
+    for c in ("K", "rel_err", "max_ulp", "ms", "M", "N"):
+        if c in d.columns:
+            d[c] = pd.to_numeric(d[c], errors="coerce")
+    d = d[(d["role"] == role) & (d["status"] == "ok")]
+    keys = ["kernel", "dist", "K"] if role == "error" else ["kernel"]
+    return d.drop_duplicates(keys, keep="last")
+
+
+def _order(kids) -> list[str]:
+    known = {k: i for i, k in enumerate(registry.IDS)}
+    return sorted(dict.fromkeys(kids), key=lambda k: (known.get(k, len(known)), k))
+
+
+def ledger(accuracy: pd.DataFrame) -> pd.DataFrame:
+    d = _ok(accuracy, "error")
+    base = {(r.dist, r.K): r.rel_err for r in d[d["kernel"] == registry.BASELINE.id].itertuples()}
+    dists = list(dict.fromkeys(d["dist"]))
+    rows = []
+    for kid in _order(d["kernel"]):
+        mine = d[d["kernel"] == kid]
+        for r in sorted(mine.itertuples(), key=lambda r: (dists.index(r.dist), r.K)):
+            b = base.get((r.dist, r.K), NAN)
+            rows.append({"kernel": kid, "precision": r.precision, "dist": r.dist, "K": int(r.K),
+                         "rel_err": r.rel_err, "max_ulp": r.max_ulp, "baseline_rel_err": b,
+                         "vs_baseline": r.rel_err / b if b and math.isfinite(b) else NAN})
+    return pd.DataFrame(rows, columns=[*T.accuracy_ledger.columns])
+
+
+def _middle_k(led: pd.DataFrame) -> int | None:
+    ks = sorted(set(led["K"]))
+    return ks[len(ks) // 2] if ks else None
+
+
+def summary(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
+    led = ledger(accuracy)
+    speed = _ok(accuracy, "speed").set_index("kernel")
+    flops = {kid: 2.0 * r.M * r.N * r.K for kid, r in speed.iterrows()}
+    vendors = [k.id for k in registry.by_impl("cublas") if k.id in speed.index]
+    vendor_ms = min((speed.loc[v, "ms"] for v in vendors), default=NAN)
+    mid = _middle_k(led)
+    rows = []
+    for kid in _order([*led["kernel"], *speed.index]):
+        mine = led[led["kernel"] == kid]
+        ms = speed.loc[kid, "ms"] if kid in speed.index else NAN
+        ratios = mine.dropna(subset=["vs_baseline"])
+        worst = ratios.loc[ratios["vs_baseline"].idxmax()] if len(ratios) else None
+        randn = mine[(mine["dist"] == "randn") & (mine["K"] == mid)]["rel_err"]
+        precision = (mine["precision"].iloc[0] if len(mine) else str(speed.loc[kid, "precision"]))
+        rows.append({
+            "kernel": kid, "precision": precision, "ms": ms,
+            "tflops": flops[kid] / ms / 1e9 if kid in flops and ms > 0 else NAN,
+            "speedup_vs_vendor": vendor_ms / ms if ms > 0 else NAN,
+            "rel_err_randn": float(randn.iloc[0]) if len(randn) else NAN,
+            "worst_vs_baseline": float(worst["vs_baseline"]) if worst is not None else NAN,
+            "worst_dist": str(worst["dist"]) if worst is not None else "",
+            "worst_K": int(worst["K"]) if worst is not None else NAN,
+            "max_ulp_uniform": float(mine[mine["dist"] == ULP_DIST]["max_ulp"].max()) if len(mine) else NAN,
+            "fp32_class": _fp32_class(ratios, led),
+        })
+    return pd.DataFrame(rows, columns=[*T.accuracy_summary.columns])
+
+
+def _fp32_class(ratios: pd.DataFrame, led: pd.DataFrame) -> str:
+    """"yes" where the kernel was measured at every point the baseline was, never over the factor;
+    "no" where it went over; "" where it misses a point the rule needs."""
+    if ratios.empty:
+        return ""
+    if (ratios["vs_baseline"] > FP32_CLASS_FACTOR).any():
+        return "no"
+    base_points = set(zip(*(led[led["kernel"] == registry.BASELINE.id][c] for c in ("dist", "K"))))
+    return "yes" if base_points <= set(zip(ratios["dist"], ratios["K"])) else ""
+
+
+def peaks(gpu) -> tuple[float, float]:
+    """The FP32 FMA peak and the dense TF32 tensor-core peak in GFLOP/s at the GPU's clock (NaN where
+    the architecture table has no TF32 rate for it)."""
+    fp32 = gpu.peak_gflops()
+    try:
+        rate = arch.get(gpu.cc).tf32_fma_per_sm_clk if gpu.cc else None
+    except InputError:
+        rate = None
+    tf32 = 2.0 * gpu.sms * rate * gpu.sm_clock_mhz / 1e3 if rate else NAN
+    return fp32, tf32
+
+
+def findings(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
+    s = summary(accuracy, gpu)
+    fp32, tf32 = peaks(gpu)
+    clock = f"{gpu.sm_clock_mhz:.0f} MHz"
+    cls = s[s["fp32_class"] == "yes"]
+    out = [
+        ("fp32_peak", "the FP32 FMA peak", fp32 / 1e3, "TFLOP/s", clock, "SMs x FP32 lanes x 2 x clock"),
+        ("tf32_peak", "the dense TF32 tensor-core peak", tf32 / 1e3, "TFLOP/s", clock,
+         "SMs x TF32 multiply-adds per SM per clock x 2 x clock (study.arch.TF32_SOURCES)"),
+        ("fp32_class", "kernels whose error is FP32-class", float(len(cls)), "kernels",
+         " ".join(cls["kernel"]), f"at most {FP32_CLASS_FACTOR:g}x the baseline's error at every point"),
+    ]
+    fast = cls.dropna(subset=["tflops"])
+    if len(fast):
+        best = fast.loc[fast["tflops"].idxmax()]
+        out.append(("fastest_fp32_class", "the fastest FP32-class kernel's speed-up over the best vendor "
+                    "kernel", float(best["speedup_vs_vendor"]), "×", str(best["kernel"]),
+                    f"{best['tflops']:.1f} TFLOP/s"))
+    return pd.DataFrame([dict(zip(T.accuracy_findings.columns, r)) for r in out],
+                        columns=[*T.accuracy_findings.columns])

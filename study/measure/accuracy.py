@@ -1,0 +1,277 @@
+"""``python -m study.accuracy --out DIR``: the accuracy ledger, every kernel's error and speed (GPU).
+
+Every kernel of the registry (the study's and the tensor-core kernels TT and TX) runs on inputs of
+four distributions (``DISTRIBUTIONS``) at M = N = ``ERROR_MN`` and each K of ``KS``; its output,
+NaN-poisoned first, is compared with the float64 product of the same inputs
+(``docs/method.md#accuracy-ledger``):
+
+- ``rel_err``: ‖C − C₆₄‖_F / ‖C₆₄‖_F (``bench.relative_error``; inf where an output is NaN or inf);
+- ``max_ulp``: the largest |C − C₆₄| in units of the FP32 spacing at C₆₄ (``ulp32``), the ulp of
+  the correctly rounded FP32 result.
+
+Then each kernel is timed once at ``SPEED_SHAPE`` on standard-normal inputs (a ``speed`` row: CUDA
+events, L2 flushed before each repetition, ``bench.time_cuda``), after a check against float64
+within its precision's bound (``CHECK_BOUND``): the speed side of the speed-against-accuracy figure.
+
+A kernel that cannot run here (K0L without nvmath-python, a tensor-core kernel on a GPU without
+TF32 tensor cores) is left out with one line. Rows go to ``DIR/data/accuracy.csv`` as they are
+measured, with the provenance every results row carries; a file that holds rows already is
+continued (``study.measure.decode.held_keys``: the same GPU, versions and commit, else refused).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from study import cli
+from study.errors import InputError, first_line
+from study.rundata import tables
+
+# name -> what the values are (each drawn with the sign of a fair coin where not said otherwise)
+DISTRIBUTIONS = {
+    "randn": "standard normal: sums that cancel",
+    "uniform": "uniform on [0, 1): every product positive, no cancellation",
+    "wide": "2^u with u uniform on [-20, 20], random sign: forty binades of magnitude",
+    "lowbits": "1 + u 2^-10 with u uniform on [0, 1), random sign: what sets them apart lies below "
+               "TF32's ten mantissa bits",
+}
+WIDE_EXP = 20  # "wide": exponents uniform on [-WIDE_EXP, WIDE_EXP]
+TF32_BITS = 10  # explicit mantissa bits of TF32: "lowbits" varies below them
+KS = (256, 4096, 16384)
+ERROR_MN = 1024  # rows of A and columns of B of the error points
+SPEED_SHAPE = (4096, 4096, 4096)
+TARGET_S = 0.2  # timed seconds of a speed row
+# the check before timing: the relative error a kernel of each precision must be within
+CHECK_BOUND = {"fp32": 1e-5, "tf32x3": 1e-5, "tf32": 1e-2}
+COLUMNS = [*tables.T.accuracy.columns]
+KEYS = ("kernel", "role", "dist", "K")  # what one row measures: a continued file skips these
+PROBE_SHAPE = (128, 256, 256)  # a first launch of each kernel: one that cannot run here says so once
+
+
+def draw(dist: str, rows: int, cols: int, g, device: str = "cuda"):
+    """A ``rows`` x ``cols`` float32 matrix of the distribution ``dist``, from the generator ``g``."""
+    import torch
+
+    def sign():
+        return torch.where(torch.rand(rows, cols, generator=g, device=device) < 0.5, -1.0, 1.0)
+
+    def uniform():
+        return torch.rand(rows, cols, generator=g, device=device, dtype=torch.float64)
+
+    if dist == "randn":
+        return torch.randn(rows, cols, generator=g, device=device, dtype=torch.float32)
+    if dist == "uniform":
+        return torch.rand(rows, cols, generator=g, device=device, dtype=torch.float32)
+    if dist == "wide":
+        return (sign() * torch.exp2((2 * uniform() - 1) * WIDE_EXP)).float()
+    if dist == "lowbits":
+        return (sign() * (1 + uniform() * 2.0 ** -TF32_BITS)).float()
+    raise InputError(f"unknown distribution {dist!r}; known: {', '.join(DISTRIBUTIONS)}")
+
+
+def ulp32(ref):
+    """The spacing of float32 numbers at each element of ``ref`` (float64): the distance from the
+    float32 nearest it, in magnitude, to the next float32 away from zero, as float64."""
+    import torch
+
+    x = ref.float().abs()
+    return (torch.nextafter(x, torch.full_like(x, math.inf)) - x).double()
+
+
+def max_ulp(out, ref) -> float:
+    """The largest |out − ref| in units of ``ulp32(ref)``; inf where ``out`` is not finite."""
+    import torch
+
+    out64 = out.double()
+    if not bool(torch.isfinite(out64).all()):
+        return math.inf
+    return float(((out64 - ref).abs() / ulp32(ref)).max())
+
+
+def refusal(k, cc: str) -> str | None:
+    """Why the hardware cannot run ``k`` (a tensor-core kernel without TF32 tensor cores); None
+    where it can."""
+    from study import arch
+
+    if k is None or k.precision == "fp32" or arch.has_tf32(cc):
+        return None
+    return f"{k.id} multiplies on TF32 tensor cores, which compute capability {cc} lacks (sm_80 and later)"
+
+
+# --- the command line ------------------------------------------------------------------------------
+
+
+def parser() -> cli.Parser:
+    from study import kernels as registry
+
+    p = cli.Parser(prog="python -m study.accuracy", description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="run directory: data/accuracy.csv gets the rows")
+    p.add_argument("--kernels", default=None, help=f"default every kernel: {','.join(registry.IDS)}")
+    p.add_argument("--dists", default=",".join(DISTRIBUTIONS), help=f"default {','.join(DISTRIBUTIONS)}")
+    p.add_argument("--ks", default=",".join(map(str, KS)), help=f"default {','.join(map(str, KS))}")
+    p.add_argument("--no-speed", action="store_true", help="measure the errors only")
+    return p
+
+
+def parse(argv) -> tuple:
+    from study import kernels as registry
+    from study.measure.decode import items
+
+    a = parser().parse_args(argv)
+    out = cli.out_dir(a.out)
+    ids = list(registry.IDS) if a.kernels is None else items(a.kernels, "--kernels", "K12,TX")
+    for kid in ids:
+        registry.get(kid)  # an unknown id: one line naming the known ones
+    dists = items(a.dists, "--dists", "randn,wide")
+    for d in dists:
+        if d not in DISTRIBUTIONS:
+            raise InputError(f"--dists: unknown distribution {d!r}; known: {', '.join(DISTRIBUTIONS)}")
+    ks = [cli.positive_int(k) for k in items(a.ks, "--ks", "256,4096")]
+    return out, ids, dists, ks, not a.no_speed
+
+
+def main(argv: list[str] | None = None) -> int:
+    def body() -> int:
+        out, ids, dists, ks, speed = parse(argv)
+        from study.measure.decode import need_gpu
+
+        need_gpu("study.accuracy")
+        return run(out, ids, dists, ks, speed)
+
+    return cli.main(body)
+
+
+# --- measuring -----------------------------------------------------------------------------------
+
+
+def run(out: Path, ids: list[str], dists: list[str], ks: list[int], speed: bool) -> int:
+    import torch
+
+    from study.measure import bench, device
+    from study.measure.decode import held_keys, launchers
+    from study.rundata import results, rundir
+    from study.rundata.rundir import RunDir
+
+    gpu = device.from_device()
+    rd = RunDir(out)
+    rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), resume=True)
+    prov = results.provenance(gpu, results.new_run_id())
+    path = rd.file(tables.T.accuracy)
+    done = held_keys(path, prov, KEYS)
+    rd.create()
+    file = results.ResultsFile(path, COLUMNS)
+    if done:
+        cli.say(f"{path}: {len(done)} rows already there; measuring what is missing")
+    found = {}
+    for kid, (k, launch) in launchers(ids, PROBE_SHAPE, "the accuracy ledger").items():
+        why = refusal(k, gpu.cc)
+        if why:
+            cli.say(f"{kid}: {why}; left out")
+        else:
+            found[kid] = (k, launch)
+    t0 = time.monotonic()
+    n = 0
+    for i, dist in enumerate(dists):
+        for K in ks:
+            todo = [kid for kid in found if (kid, "error", dist, str(K)) not in done]
+            if todo:
+                rows = error_point(dist, i, K, todo, found, file, prov)
+                n += len(rows)
+                ok = [r for r in rows if r["status"] == "ok"]
+                worst = max(ok, key=lambda r: r["rel_err"]) if ok else None
+                cli.say(f"{dist} K={K}: {len(ok)} of {len(rows)} kernels measured"
+                        + (f", largest error {worst['kernel']} {worst['rel_err']:.2e}" if worst else "")
+                        + f" ({time.monotonic() - t0:.0f} s)")
+            torch.cuda.empty_cache()
+    if speed:
+        flush = bench.L2Flush(gpu.l2_bytes)
+        todo = [kid for kid in found if (kid, "speed", "randn", str(SPEED_SHAPE[2])) not in done]
+        for kid in todo:
+            row = speed_row(kid, *found[kid], flush, prov)
+            file.append(row)
+            n += 1
+            cli.say(f"{kid} at {'x'.join(map(str, SPEED_SHAPE))}: "
+                    + (f"{row['ms']:.3f} ms" if row["status"] == "ok" else f"{row['status']}: {row['note']}"))
+    cli.say(f"accuracy ledger: {n} rows in {time.monotonic() - t0:.0f} s -> {path}")
+    return 0
+
+
+def _base(kid: str, k, role: str, dist: str, M: int, N: int, K: int, prov: dict) -> dict:
+    return {"kernel": kid, "precision": k.precision, "role": role, "dist": dist, "M": M, "N": N, "K": K,
+            "status": "ok", "note": "", **prov}
+
+
+def _run_once(k, launch, a, b, out) -> str | None:
+    """Launch once into ``out``; why it could not (a refusal, a library's error), or None."""
+    import torch
+
+    from study.measure.decode import still_usable
+
+    why = k.constraint_error(a.shape[0], b.shape[1], a.shape[1])
+    if why is None:
+        try:
+            launch(a, b, out)
+            torch.cuda.synchronize()
+        except Exception as e:  # this kernel at this point only
+            still_usable(e)
+            why = first_line(e)
+    return why
+
+
+def error_point(dist: str, index: int, K: int, kids: list[str], found: dict, file, prov: dict) -> list[dict]:
+    """The error rows of one (distribution, K), each appended to ``file`` as it is measured."""
+    import torch
+
+    from study.measure import bench
+    from study.rundata.results import timestamp
+
+    M = N = ERROR_MN
+    g = torch.Generator(device="cuda").manual_seed(1009 * index + K)
+    a, b = draw(dist, M, K, g), draw(dist, K, N, g)
+    ref = a.double() @ b.double()
+    rows = []
+    for kid in kids:
+        k, launch = found[kid]
+        row = _base(kid, k, "error", dist, M, N, K, prov)
+        out = bench.poisoned(M, N)
+        why = _run_once(k, launch, a, b, out)
+        if why is not None:
+            row.update(status="refused", note=why)
+        else:
+            row.update(rel_err=bench.relative_error(out, ref), max_ulp=max_ulp(out, ref))
+            if not math.isfinite(row["rel_err"]):
+                row.update(status="wrong", note="an output is NaN or inf")
+        file.append({**row, "timestamp": timestamp()})
+        rows.append(row)
+    return rows
+
+
+def speed_row(kid: str, k, launch, flush, prov: dict) -> dict:
+    """The speed row of one kernel: checked within ``CHECK_BOUND`` on randn, then timed."""
+    from study.measure import bench
+    from study.rundata.results import timestamp
+
+    M, N, K = SPEED_SHAPE
+    row = {**_base(kid, k, "speed", "randn", M, N, K, prov), "timestamp": timestamp()}
+    a, b = bench.random_inputs(M, N, K, seed=11)
+    out = bench.poisoned(M, N)
+    why = _run_once(k, launch, a, b, out)
+    if why is not None:
+        return {**row, "status": "refused", "note": why}
+    err = bench.relative_error(out, a.double() @ b.double())
+    row["rel_err"] = err
+    bound = CHECK_BOUND[k.precision]
+    if not err <= bound:
+        return {**row, "status": "wrong", "note": f"relative error {err:.2e} > {bound:.0e}"}
+    t = bench.time_cuda(lambda: launch(a, b, out), flush, target_s=TARGET_S)
+    cfg = k.launch_config(M, N, K)
+    return {**row, "ms": t.ms, "p20_ms": t.p20_ms, "p80_ms": t.p80_ms, "reps": t.reps,
+            "config": json.dumps(cfg, sort_keys=True) if cfg else ""}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

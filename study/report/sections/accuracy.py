@@ -1,0 +1,55 @@
+"""The accuracy ledger (`docs/method.md#accuracy-ledger`): every kernel's error against float64 on
+four input distributions and three K, its speed, and which kernels are FP32-class. Renders
+accuracy_summary.csv, accuracy_ledger.csv and accuracy_findings.csv; computes nothing. A run without
+the ledger has no such section (``None``)."""
+
+from __future__ import annotations
+
+from study.report.figures import figref, in_run
+from study.report.load import Run
+from study.report.md import md, missing, num
+from study.report.sections.decode import findings
+
+SUMMARY, LEDGER, FINDINGS = "accuracy_summary", "accuracy_ledger", "accuracy_findings"
+UNITS = {"×": "{:.2f}×", "TFLOP/s": "{:.1f} TFLOP/s", "kernels": "{:.0f}"}
+
+
+def _e(x) -> str:
+    return num(x, "{:.2e}")
+
+
+def section_accuracy(run: Run) -> list[str] | None:
+    if not (in_run(run, SUMMARY) or in_run(run, LEDGER)):
+        return None
+    s = run.tables.get(SUMMARY)
+    if s is None:
+        return missing("the accuracy ledger", run.missing.get(SUMMARY, "accuracy_summary.csv has no rows"))
+    lines = [
+        "`python -m study.accuracy`: every kernel on inputs of four distributions (randn; uniform on "
+        "[0, 1); 2^u, u uniform on ±20, random sign; ±(1 + u 2^-10), whose differences lie below "
+        "TF32's mantissa) at M = N = 1024 and K = 256, 4096, 16384, its output NaN-poisoned, against "
+        "the float64 product: the relative error ‖C − C₆₄‖/‖C₆₄‖ and the largest error in ulps of the "
+        "FP32 result; then timed once at 4096³ on randn inputs. TT and TX run on the tensor cores "
+        "(TF32, 3×TF32); every other kernel multiplies in FP32.",
+        "",
+    ]
+    lines += findings(run, FINDINGS, "the accuracy ledger's findings", UNITS)
+    rows = [[r.kernel, r.precision, num(r.ms, "{:.3f}"), num(r.tflops),
+             num(r.speedup_vs_vendor, "{:.2f}×"),
+             _e(r.rel_err_randn), num(r.worst_vs_baseline, "{:.2f}×"),
+             f"{r.worst_dist} K={int(r.worst_K)}" if r.worst_K == r.worst_K else "–", num(r.max_ulp_uniform, "{:.3g}"),
+             r.fp32_class if isinstance(r.fp32_class, str) and r.fp32_class else "–"]
+            for r in s.itertuples()]
+    lines += md(["kernel", "precision", "ms at 4096³", "TFLOP/s", "over best vendor", "rel. error (randn)",
+                 "worst vs cuBLAS FP32", "where", "max ulp error (uniform)", "FP32-class"], rows)
+    led = run.tables.get(LEDGER)
+    if led is not None:
+        keys = list(dict.fromkeys(zip(led["dist"].astype(str), led["K"].astype(int))))
+        grid = []
+        for kid in dict.fromkeys(led["kernel"].astype(str)):
+            rows_of = led[led["kernel"].astype(str) == kid].itertuples()
+            mine = {(str(r.dist), int(r.K)): r.rel_err for r in rows_of}
+            grid.append([kid, *(_e(mine.get(k)) for k in keys)])
+        lines += ["Relative error per distribution and K:", ""]
+        lines += md(["kernel", *(f"{d} K={k}" for d, k in keys)], grid)
+    return lines + figref(run, "accuracy")

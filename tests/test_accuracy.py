@@ -1,0 +1,274 @@
+"""The accuracy ledger (``python -m study.accuracy``, docs/method.md#accuracy-ledger): its input
+distributions and ulp arithmetic against values worked out by hand; its derived tables from a
+hand-made accuracy.csv; the section and figure rendered from it; the command's refusals; the
+tensor-core kernels TT and TX beside the study (registry, interpreter, and on a GPU their error).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from conftest import TEST_GPU, cli, refused
+
+from study import arch, derive, report
+from study import kernels as registry
+from study.derive import accuracy as da
+from study.measure import accuracy as acc
+from study.predict import check
+from study.rundata.gpu import GPU
+from study.rundata.results import ResultsFile
+from study.rundata.rundir import RunDir
+from study.rundata.tables import T
+
+REPO = Path(__file__).resolve().parent.parent
+REPORT_FIXTURE = REPO / "tests" / "fixtures" / "report"
+
+
+# --- the inputs and the ulp ------------------------------------------------------------------------
+
+
+def _draw(dist: str, n: int = 256) -> torch.Tensor:
+    return acc.draw(dist, n, n, torch.Generator().manual_seed(5), device="cpu")
+
+
+def test_the_distributions_hold_what_they_say():
+    u = _draw("uniform")
+    assert u.dtype == torch.float32 and float(u.min()) >= 0 and float(u.max()) < 1
+    w = _draw("wide").double()
+    e = torch.log2(w.abs())
+    assert float(e.min()) >= -20 and float(e.max()) <= 20 and float(e.max() - e.min()) > 38  # forty binades
+    assert 0.4 < float((w < 0).double().mean()) < 0.6
+    lb = _draw("lowbits")
+    mag = lb.abs().double()
+    assert float(mag.min()) >= 1 and float(mag.max()) <= 1 + 2**-10
+    assert 0.4 < float((lb < 0).double().mean()) < 0.6
+    # the values differ only below TF32's 10 mantissa bits: rounded to 10 bits (by hand: the 13 low
+    # bits of the FP32 pattern cleared, half added first) nearly all land on 1 or 1 + 2^-10
+    bits = lb.abs().view(torch.int32)
+    tf32 = ((bits + (1 << 12)) & ~((1 << 13) - 1)).view(torch.float32).double()
+    assert set(tf32.unique().tolist()) <= {1.0, 1 + 2**-10}
+    assert float((mag - tf32).abs().max()) > 0  # and something is lost
+    r = _draw("randn")
+    assert abs(float(r.mean())) < 0.05 and 0.9 < float(r.std()) < 1.1
+
+
+def test_an_unknown_distribution_is_refused():
+    with pytest.raises(Exception, match="unknown distribution 'normal'"):
+        _draw("normal")
+
+
+def test_ulp32_by_hand():
+    ref = torch.tensor([1.0, 3.0, 1e-3, -2.0, 2.0**-130], dtype=torch.float64)
+    # 1 is in [1, 2): 2^-23; 3 in [2, 4): 2^-22; 1e-3 in [2^-10, 2^-9): 2^-33; |-2| in [2, 4): 2^-22;
+    # 2^-130 is subnormal: the spacing there is 2^-149
+    assert acc.ulp32(ref).tolist() == [2.0**-23, 2.0**-22, 2.0**-33, 2.0**-22, 2.0**-149]
+
+
+def test_max_ulp_by_hand():
+    ref = torch.tensor([[1.0, 3.0], [-2.0, 0.5]], dtype=torch.float64)
+    out = torch.tensor([[1.0 + 2**-23, 3.0], [-2.0, 0.5 - 3 * 2**-25]], dtype=torch.float32)
+    # 1 ulp at 1; at 0.5 the spacing is 2^-24, and 3 x 2^-25 is 1.5 of it
+    assert acc.max_ulp(out, ref) == 1.5
+    assert acc.max_ulp(torch.full((2, 2), math.nan), ref) == math.inf
+
+
+def test_a_tensor_core_kernel_is_refused_without_tf32_tensor_cores():
+    tx = registry.get("TX")
+    why = acc.refusal(tx, "7.5")
+    assert "TX" in why and "7.5" in why and "sm_80" in why
+    assert acc.refusal(tx, "8.0") is None and acc.refusal(tx, "9.0") is None
+    assert acc.refusal(registry.get("K12"), "7.5") is None  # FP32 kernels run anywhere
+
+
+def test_tf32_rates_give_the_whitepapers_peaks():
+    # dense TF32 TFLOP/s of each flagship, from its architecture whitepaper
+    for cc, sms, mhz, tflops in (("8.0", 108, 1410, 156.0), ("8.6", 82, 1695, 35.6), ("8.9", 128, 2520, 82.6),
+                                 ("9.0", 132, 1830, 494.7)):
+        rate = arch.get(cc).tf32_fma_per_sm_clk
+        assert 2 * sms * rate * mhz * 1e6 / 1e12 == pytest.approx(tflops, rel=2e-3), cc
+    assert not arch.has_tf32("7.5") and arch.has_tf32("8.0") and arch.has_tf32("sm_90")
+
+
+# --- the registry: TT and TX beside the study -----------------------------------------------------
+
+
+def test_tensor_core_kernels_are_beside_the_study():
+    tc = {k.id for k in registry.TENSOR_CORE}
+    assert tc == {"TT", "TX"}
+    assert {registry.get(k).precision for k in tc} == {"tf32", "tf32x3"}
+    assert tc <= set(registry.IDS)
+    assert not tc & {k.id for k in registry.select(None)}  # a default run measures the study only
+    assert not tc & {k.id for k in registry.tuned_kernels()}
+    assert not any(check.predictable(k) for k in tc)  # the model has no tensor cores
+    assert all(k.precision == "fp32" for k in registry.KERNELS)
+
+
+def test_tensor_core_kernels_in_the_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from triton_kernels import tc_autotuned
+
+    a, b = torch.randn(48, 40, dtype=torch.float32), torch.randn(40, 72, dtype=torch.float32)
+    ref = a.double() @ b.double()
+    for fn in (tc_autotuned.matmul_tf32, tc_autotuned.matmul_tf32x3):
+        out = torch.full((48, 72), math.nan)
+        fn(a, b, out)  # the interpreter multiplies in FP32 whatever the precision: the plumbing only
+        assert float((out.double() - ref).norm() / ref.norm()) < 1e-6, fn.__name__
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        tc_autotuned.matmul_tf32x3(a, a)
+
+
+# --- the derived tables, against arithmetic by hand -------------------------------------------------
+
+# (kernel, precision, role, dist, K, status, rel_err, max_ulp, ms)
+ROWS = [
+    ("K0", "fp32", "error", "randn", 256, "ok", 2e-7, 3.0, ""),
+    ("K0", "fp32", "error", "randn", 4096, "ok", 1e-6, 40.0, ""),
+    ("K0", "fp32", "error", "lowbits", 4096, "ok", 5e-7, 20.0, ""),
+    ("K12", "fp32", "error", "randn", 256, "ok", 4e-7, 5.0, ""),
+    ("K12", "fp32", "error", "randn", 4096, "ok", 3e-6, 50.0, ""),
+    ("K12", "fp32", "error", "lowbits", 4096, "ok", 5e-7, 10.0, ""),
+    ("K12", "fp32", "error", "uniform", 4096, "ok", 1e-7, 7.0, ""),  # no baseline there: no ratio
+    ("TT", "tf32", "error", "randn", 256, "ok", 3e-4, 900.0, ""),
+    ("TT", "tf32", "error", "randn", 4096, "ok", 8e-4, 8000.0, ""),
+    ("TT", "tf32", "error", "lowbits", 4096, "ok", 1e-3, 9000.0, ""),
+    ("TX", "tf32x3", "error", "randn", 256, "ok", 1e-7, 2.0, ""),
+    ("TX", "tf32x3", "error", "randn", 4096, "wrong", "", "", ""),  # not finite: does not count
+    ("TX", "tf32x3", "error", "randn", 4096, "ok", 2.5e-7, 9.0, ""),  # measured again: counts
+    ("TX", "tf32x3", "error", "lowbits", 4096, "ok", 1.5e-6, 30.0, ""),
+    ("K0", "fp32", "speed", "randn", 4096, "ok", 1e-6, "", 2.5),
+    ("K0L", "fp32", "speed", "randn", 4096, "ok", 1e-6, "", 2.0),
+    ("K12", "fp32", "speed", "randn", 4096, "ok", 1e-6, "", 2.2),
+    ("TT", "tf32", "speed", "randn", 4096, "ok", 8e-4, "", 0.5),
+    ("TX", "tf32x3", "speed", "randn", 4096, "ok", 2e-7, "", 1.25),
+]
+
+
+def write_fixture(path: Path) -> None:
+    keys = ("kernel", "precision", "role", "dist", "K", "status", "rel_err", "max_ulp", "ms")
+    f = ResultsFile(path, list(T.accuracy.columns))
+    f.append_many({**dict(zip(keys, r)), "M": 4096 if r[2] == "speed" else 1024,
+                   "N": 4096 if r[2] == "speed" else 1024, "gpu": "Test GPU", "commit": "abc"} for r in ROWS)
+
+
+@pytest.fixture
+def rows(tmp_path) -> pd.DataFrame:
+    write_fixture(tmp_path / "accuracy.csv")
+    return pd.read_csv(tmp_path / "accuracy.csv")
+
+
+def test_ledger_by_hand(rows):
+    led = da.ledger(rows)
+    assert list(led.columns) == list(T.accuracy_ledger.columns)
+    at = {(r["kernel"], r["dist"], r["K"]): r for r in led.to_dict("records")}
+    assert at["K12", "randn", 4096]["vs_baseline"] == pytest.approx(3.0)  # 3e-6 / 1e-6
+    assert at["TT", "lowbits", 4096]["vs_baseline"] == pytest.approx(2000.0)  # 1e-3 / 5e-7
+    assert at["TX", "randn", 4096]["rel_err"] == 2.5e-7  # the later row
+    assert at["TX", "randn", 4096]["vs_baseline"] == pytest.approx(0.25)
+    assert list(dict.fromkeys(led["kernel"])) == ["K0", "K12", "TT", "TX"]  # the registry's order
+
+
+def test_summary_by_hand(rows):
+    s = da.summary(rows, GPU(**TEST_GPU)).set_index("kernel")
+    assert list(s.reset_index().columns) == list(T.accuracy_summary.columns)
+    flops = 2 * 4096**3
+    assert s.loc["TX", "tflops"] == pytest.approx(flops / 1.25e-3 / 1e12)  # 110.0
+    assert s.loc["TX", "speedup_vs_vendor"] == pytest.approx(2.0 / 1.25)  # K0L is the faster vendor
+    assert s.loc["K12", "speedup_vs_vendor"] == pytest.approx(2.0 / 2.2)
+    # worst against the baseline: K12 3x (randn 4096), within 4: FP32-class; TT 2000x: not; TX 3x
+    # (lowbits: 1.5e-6 / 5e-7)
+    assert (s.loc["K12", "worst_vs_baseline"], s.loc["K12", "worst_dist"], s.loc["K12", "worst_K"]) == (
+        pytest.approx(3.0), "randn", 4096)
+    assert [s.loc[k, "fp32_class"] for k in ("K0", "K12", "TT", "TX")] == ["yes", "yes", "no", "yes"]
+    assert s.loc["TX", "worst_dist"] == "lowbits" and math.isnan(s.loc["TX", "max_ulp_uniform"])  # none
+    assert s.loc["K12", "max_ulp_uniform"] == 7.0
+    assert s.loc["TX", "rel_err_randn"] == 2.5e-7  # randn at the middle K (4096 of 256, 4096)
+    assert s.loc["K0L", "fp32_class"] == "" and math.isnan(s.loc["K0L", "worst_vs_baseline"])  # no errors
+
+
+def test_a_kernel_missing_a_point_is_not_called_fp32_class(rows):
+    fewer = rows[~((rows["kernel"] == "K12") & (rows["dist"] == "lowbits"))]
+    s = da.summary(fewer, GPU(**TEST_GPU)).set_index("kernel")
+    assert s.loc["K12", "fp32_class"] == ""
+
+
+def test_findings_by_hand(rows):
+    f = da.findings(rows, GPU(**TEST_GPU)).set_index("id")
+    # 132 SMs x 128 lanes x 2 x 1980 MHz; 132 x 1024 x 2 x 1980 MHz
+    assert f.loc["fp32_peak", "value"] == pytest.approx(132 * 128 * 2 * 1.98e9 / 1e12)
+    assert f.loc["tf32_peak", "value"] == pytest.approx(132 * 1024 * 2 * 1.98e9 / 1e12)
+    assert f.loc["fp32_class", "value"] == 3 and f.loc["fp32_class", "where"] == "K0 K12 TX"
+    assert f.loc["fastest_fp32_class", "where"] == "TX"
+    assert f.loc["fastest_fp32_class", "value"] == pytest.approx(1.6)
+
+
+def test_a_file_without_a_needed_column_is_refused(rows):
+    with pytest.raises(Exception, match="missing column 'dist'"):
+        da.summary(rows.drop(columns="dist"), GPU(**TEST_GPU))
+
+
+# --- the report -------------------------------------------------------------------------------------
+
+
+def test_the_section_and_figure_render_and_a_run_without_the_ledger_has_neither(tmp_path):
+    out = tmp_path / "run"
+    (out / "data").mkdir(parents=True)
+    for name in ("results.csv", "gpu.json"):
+        shutil.copy(REPORT_FIXTURE / name, out / "data" / name)
+    bare = report.render(_derived(out)).read_text()
+    assert "## Accuracy ledger" not in bare and "accuracy.png" not in bare
+    write_fixture(out / "data" / T.accuracy.file)
+    text = report.render(_derived(out)).read_text()
+    sec = text.split("\n## Accuracy ledger\n", 1)[1].split("\n## ", 1)[0]
+    assert "| TX | tf32x3 | 1.250 | 110.0 | 1.60× | 2.50e-07 | 3.00× | lowbits K=4096 | – | yes |" in sec
+    assert "| TT | tf32 | 0.500 | 274.9 | 4.00× | 8.00e-04 | 2000.00× | lowbits K=4096 | – | no |" in sec
+    assert "| K12 | fp32 | 2.200 | 62.5 | 0.91× | 3.00e-06 | 3.00× | randn K=4096 | 7 | yes |" in sec
+    assert "kernels whose error is FP32-class: **3** at K0 K12 TX" in sec
+    assert "| TX | 1.00e-07 | 2.50e-07 | 1.50e-06 |" in sec  # randn 256, randn 4096, lowbits 4096
+    assert (out / "figures" / "accuracy.png").is_file() and "![accuracy](figures/accuracy.png)" in sec
+
+
+def _derived(out: Path) -> Path:
+    derive.derive(RunDir(out), note=False)
+    return out
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args,words", [
+    ((), ("--out",)),
+    (("--out", "{tmp}", "--kernels", "K99"), ("K99",)),
+    (("--out", "{tmp}", "--dists", "normal"), ("normal", "randn")),
+    (("--out", "{tmp}", "--ks", "0"), ("0",)),
+    (("--out", "{tmp}", "--ks", "256,,4096"), ("--ks",)),
+])
+def test_bad_input_is_one_line(tmp_path, args, words):
+    p = cli("study.accuracy", *(a.format(tmp=tmp_path / "o") for a in args))
+    refused(p, *words)
+
+
+def test_without_a_gpu_it_says_so(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is visible here")
+    refused(cli("study.accuracy", "--out", str(tmp_path / "o")), "GPU")
+    assert not (tmp_path / "o" / "data" / T.accuracy.file).exists()
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_tx_is_fp32_class_where_tt_is_not(tmp_path):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    out = tmp_path / "o"
+    p = cli("study.accuracy", "--out", str(out), "--kernels", "K0,K12,TT,TX", "--ks", "4096", "--no-speed")
+    assert p.returncode == 0, p.stderr
+    d = pd.read_csv(out / "data" / T.accuracy.file)
+    assert set(d["status"]) == {"ok"} and len(d) == 4 * len(acc.DISTRIBUTIONS)
+    led = da.ledger(d)
+    worst = led.groupby("kernel")["vs_baseline"].max()
+    assert worst["TX"] <= da.FP32_CLASS_FACTOR and worst["K12"] <= da.FP32_CLASS_FACTOR
+    assert worst["TT"] > 100  # one TF32 product: errors of TF32's 2^-11, not FP32's 2^-24
