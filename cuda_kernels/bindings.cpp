@@ -113,6 +113,16 @@ const char *run(const SgemmKernelInfo &k, const at::Tensor &a, const at::Tensor 
                 "could not read the device's compute capability");
         REQUIRE(major >= 9, "this kernel needs compute capability 9.0 or newer (SGEMM_SM90)");
     }
+    if (k.flags & SGEMM_SM90A) {
+        int major = 0, minor = 0;
+        REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, a.get_device()) ==
+                        cudaSuccess &&
+                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, a.get_device()) ==
+                        cudaSuccess,
+                "could not read the device's compute capability");
+        REQUIRE(major == 9 && minor == 0,
+                "this kernel needs wgmma, which only compute capability 9.0 has (sm_90a: SGEMM_SM90A)");
+    }
 
     const c10::cuda::CUDAGuard guard(a.device());
     const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();

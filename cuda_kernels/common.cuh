@@ -18,6 +18,7 @@
 #define SGEMM_Y_WALKS_N 2  // gridDim.y walks the columns of C (K1), not its rows
 #define SGEMM_SM90 4       // needs compute capability >= 9.0 (TMA, clusters, setmaxnreg)
 #define SGEMM_BALANCED 8   // a 1-D grid whose blocks share the tiles' work so that the SMs finish together
+#define SGEMM_SM90A 16     // needs wgmma: compute capability 9.0 exactly, built as sm_90a
 
 // A kernel's host launcher, `void launch_<symbol>(...)`, written in the kernel's own .cu.
 typedef void (*SgemmLaunch)(int M, int N, int K, float alpha, const float *A, const float *B,
@@ -30,7 +31,7 @@ struct SgemmKernelInfo {
     int bm, bn;          // rows x columns of C one block computes
     int bk;              // K-tile staged in shared memory; 0 when there is none (K1, K2)
     int threads;         // threads per block
-    int flags;           // SGEMM_PLAIN | SGEMM_VEC4 | SGEMM_Y_WALKS_N | SGEMM_SM90 | SGEMM_BALANCED
+    int flags;           // SGEMM_PLAIN | SGEMM_VEC4 | SGEMM_Y_WALKS_N | SGEMM_SM90 | SGEMM_BALANCED | SGEMM_SM90A
 };
 
 // Adds a kernel to the list the bindings iterate (defined in bindings.cpp); returns its index.

@@ -77,12 +77,18 @@ def test_max_ulp_by_hand():
     assert acc.max_ulp(torch.full((2, 2), math.nan), ref) == math.inf
 
 
-def test_a_tensor_core_kernel_is_refused_without_tf32_tensor_cores():
-    tx = registry.get("TX")
+def test_a_tensor_core_kernel_is_refused_without_tf32_tensor_cores_or_wgmma():
+    tx, kx = registry.get("TX"), registry.get("KX")
     why = acc.refusal(tx, "7.5")
     assert "TX" in why and "7.5" in why and "sm_80" in why
     assert acc.refusal(tx, "8.0") is None and acc.refusal(tx, "9.0") is None
     assert acc.refusal(registry.get("K12"), "7.5") is None  # FP32 kernels run anywhere
+    # KX's wgmma is sm_90a's alone: refused before and after Hopper
+    for cc in ("8.0", "8.9", "10.0", "12.0"):
+        why = acc.refusal(kx, cc)
+        assert "KX" in why and "wgmma" in why and cc in why, cc
+    assert acc.refusal(kx, "9.0") is None
+    assert "sm_80" in acc.refusal(kx, "7.5")
 
 
 def test_tf32_rates_give_the_whitepapers_peaks():
@@ -99,8 +105,8 @@ def test_tf32_rates_give_the_whitepapers_peaks():
 
 def test_tensor_core_kernels_are_beside_the_study():
     tc = {k.id for k in registry.TENSOR_CORE}
-    assert tc == {"TT", "TX"}
-    assert {registry.get(k).precision for k in tc} == {"tf32", "tf32x3"}
+    assert tc == {"TT", "TX", "KX"}
+    assert [registry.get(k).precision for k in ("TT", "TX", "KX")] == ["tf32", "tf32x3", "tf32x3"]
     assert tc <= set(registry.IDS)
     assert not tc & {k.id for k in registry.select(None)}  # a default run measures the study only
     assert not tc & {k.id for k in registry.tuned_kernels()}
@@ -120,6 +126,33 @@ def test_tensor_core_kernels_in_the_interpreter(monkeypatch):
         assert float((out.double() - ref).norm() / ref.norm()) < 1e-6, fn.__name__
     with pytest.raises(ValueError, match="inner dimensions differ"):
         tc_autotuned.matmul_tf32x3(a, a)
+
+
+def test_kx_sass_is_three_tf32_wgmma_per_8_k(tmp_path):
+    """KX built for sm_90a: its main loop issues a k-tile's 32 values of k as 4 steps of 8, three
+    products each (lo hi, hi lo, hi hi): 12 HGMMA.64x128x8.F32.TF32, and no FFMA; built for plain
+    sm_90 it has no wgmma at all (the binding refuses it there)."""
+    import subprocess
+
+    from study.toolchain import sass, tools
+
+    nvcc = tools.find_nvcc()
+    if nvcc is None or tools.find_cuobjdump() is None:
+        pytest.skip("needs nvcc and cuobjdump")
+    src = REPO / "cuda_kernels" / "kx_tf32x3.cu"
+    counts = {}
+    for name, arch_flags in (("a", ["-gencode", "arch=compute_90a,code=sm_90a"]), ("plain", ["-arch=sm_90"])):
+        out = tmp_path / f"kx_{name}.cubin"
+        r = subprocess.run([nvcc, "-cubin", "-O3", "-std=c++17", *arch_flags, "-I", str(src.parent), "-o",
+                            str(out), str(src)], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        instrs = sass.parse_sass(tools.run_cuobjdump(str(out), "-sass"))["kx_tf32x3"]
+        loops = [instrs[s : e + 1] for s, e in sass.find_loops(instrs)]
+        counts[name] = [[i.opcode for i in body] for body in loops if any(i.base == "HGMMA" for i in body)]
+    (loop,) = counts["a"]  # one loop issues the products: the consumers' loop over k-tiles
+    assert loop.count("HGMMA.64x128x8.F32.TF32") == 12 and sum(op.startswith("FFMA") for op in loop) == 0
+    assert sum(op.startswith("FADD") for op in loop) == 64  # each k-tile's sums added to FP32: 128x128 / 256
+    assert counts["plain"] == []
 
 
 # --- the derived tables, against arithmetic by hand -------------------------------------------------
@@ -260,15 +293,36 @@ def test_without_a_gpu_it_says_so(tmp_path):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 4, 4), (130, 260, 36), (257, 128, 1028), (128, 384, 4096)])
+def test_kx_on_the_gpu_at_ragged_shapes(shape):
+    """KX against float64 where M, N, K are not multiples of its tile (the tensor copies fill the
+    edges with zeros; the stores are guarded), NaN-poisoned output; and a refusal, not a launch,
+    where N is not a multiple of 4."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("KX needs sm_90a")
+    from study.measure import baseline, bench
+
+    baseline.pin_fp32()
+    launch = registry.get("KX").launcher
+    assert bench.check(launch, *shape) <= 1e-5
+    a, b = torch.randn(8, 8, device="cuda"), torch.randn(8, 6, device="cuda")
+    with pytest.raises(ValueError, match="multiples of 4"):
+        launch(a, b, torch.empty(8, 6, device="cuda"))
+
+
+@pytest.mark.gpu
 def test_on_the_gpu_tx_is_fp32_class_where_tt_is_not(tmp_path):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     out = tmp_path / "o"
-    p = cli("study.accuracy", "--out", str(out), "--kernels", "K0,K12,TT,TX", "--ks", "4096", "--no-speed")
+    p = cli("study.accuracy", "--out", str(out), "--kernels", "K0,K12,TT,TX,KX", "--ks", "4096", "--no-speed")
     assert p.returncode == 0, p.stderr
     d = pd.read_csv(out / "data" / T.accuracy.file)
-    assert set(d["status"]) == {"ok"} and len(d) == 4 * len(acc.DISTRIBUTIONS)
+    assert set(d["status"]) == {"ok"} and len(d) == 5 * len(acc.DISTRIBUTIONS)
     led = da.ledger(d)
     worst = led.groupby("kernel")["vs_baseline"].max()
-    assert worst["TX"] <= da.FP32_CLASS_FACTOR and worst["K12"] <= da.FP32_CLASS_FACTOR
+    for k in ("TX", "KX", "K12"):
+        assert worst[k] <= da.FP32_CLASS_FACTOR, k
     assert worst["TT"] > 100  # one TF32 product: errors of TF32's 2^-11, not FP32's 2^-24

@@ -322,6 +322,13 @@ TENSOR_CORE: tuple[Kernel, ...] = (
         target="triton_kernels.tc_autotuned:matmul_tf32x3", source="triton_kernels/tile.py",
         symbol="tiled_matmul_kernel", tuned="triton_kernels.tc_autotuned:best_tf32x3", precision="tf32x3",
     ),
+    Kernel(
+        "KX", "cuda", "3xTF32 on Hopper's warp-group MMA: the operands split in high and low TF32 parts "
+        "(B transposed K-major) by a pass of their own, then 128x128 tiles of three wgmma m64n128k8 per 8 "
+        "k through K14's tensor copies (128-byte swizzle) and warp specialisation, each k-tile's products "
+        "added to FP32 sums",
+        source="cuda_kernels/kx_tf32x3.cu", precision="tf32x3",
+    ),
 )
 REGISTRY: tuple[Kernel, ...] = KERNELS + TENSOR_CORE  # every kernel, the study's first
 

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 REGISTER_MACRO = "SGEMM_REGISTER"
 # the bits, #defined in common.cuh
-FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90", "SGEMM_BALANCED")
+FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90", "SGEMM_BALANCED", "SGEMM_SM90A")
 
 # comments out, string and character literals kept (a "//" inside a string is no comment)
 _LEXEMES = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)

@@ -93,13 +93,17 @@ def max_ulp(out, ref) -> float:
 
 
 def refusal(k, cc: str) -> str | None:
-    """Why the hardware cannot run ``k`` (a tensor-core kernel without TF32 tensor cores); None
-    where it can."""
+    """Why the hardware cannot run ``k`` (a tensor-core kernel without TF32 tensor cores, a wgmma
+    kernel outside sm_90a); None where it can."""
     from study import arch
 
-    if k is None or k.precision == "fp32" or arch.has_tf32(cc):
+    if k is None or k.precision == "fp32":
         return None
-    return f"{k.id} multiplies on TF32 tensor cores, which compute capability {cc} lacks (sm_80 and later)"
+    if not arch.has_tf32(cc):
+        return f"{k.id} multiplies on TF32 tensor cores, which compute capability {cc} lacks (sm_80 and later)"
+    if any(r.has("SGEMM_SM90A") for r in k.registrations) and arch.cc_of(cc) != "9.0":
+        return f"{k.id} multiplies with wgmma, which only compute capability 9.0 has (sm_90a); this is {cc}"
+    return None
 
 
 # --- the command line ------------------------------------------------------------------------------

@@ -65,9 +65,9 @@ def panel_times(decode: pd.DataFrame) -> pd.DataFrame:
 
 def predictable(kid: str) -> bool:
     """Whether ``--kernel`` takes the kernel: a CUDA kernel with a registered launch, or a tiled
-    Triton kernel (a program per tile)."""
+    Triton kernel (a program per tile), on the FP32 FMA units (the model has no tensor cores)."""
     k = kernels.get(kid)
-    return tiled_triton(k) or (k.impl == "cuda" and bool(k.registrations))
+    return tiled_triton(k) or (k.impl == "cuda" and bool(k.registrations) and k.precision == "fp32")
 
 
 def tiled_triton(k) -> bool:

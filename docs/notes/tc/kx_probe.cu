@@ -28,14 +28,14 @@
 #ifndef KX_STAGES
 #define KX_STAGES 3
 #endif
-#ifndef KX_TERMS
-#define KX_TERMS 3  // 1: hi hi only; 3: hi hi + hi lo + lo hi
-#endif
-#ifndef KX_SPLIT_ACC
-#define KX_SPLIT_ACC 0  // 1: the two small products into accumulators of their own, added at the end
-#endif
 #ifndef KX_PROMOTE
-#define KX_PROMOTE 0  // 1: each k-tile's products into a fresh accumulator, added to FP32 registers
+#define KX_PROMOTE 1  // k-tiles whose products a fresh accumulator takes before they are added to FP32 sums
+#endif
+#ifndef KX_DOUBLE_T
+#define KX_DOUBLE_T 0  // 1: two fresh accumulators in turn, each added one group late
+#endif
+#ifndef KX_GROUP_M
+#define KX_GROUP_M 8
 #endif
 #define KX_BM 128
 #define KX_BK 32  // one 128-byte swizzle row of floats
@@ -125,6 +125,21 @@ __device__ __forceinline__ void mma(float (&d)[64], uint64_t da, uint64_t db, in
 #endif
 constexpr int ACC = KX_BN / 2;  // accumulators per thread: 64 rows x BN over 128 threads
 
+// The tile (m0, n0) of block `pid`: GROUP_M rows of tiles walk the columns together (B's panels
+// stay in the L2 while they are read again); 0: a plain row-major order of tiles.
+__device__ __forceinline__ void tile_of(int pid, int M, int N, int &m0, int &n0) {
+    const int tn = (N + KX_BN - 1) / KX_BN, tm = (M + KX_BM - 1) / KX_BM;
+#if KX_GROUP_M > 0
+    const int group = KX_GROUP_M * tn, first = (pid / group) * KX_GROUP_M;
+    const int rows = min(tm - first, KX_GROUP_M);
+    m0 = (first + (pid % group) % rows) * KX_BM;
+    n0 = ((pid % group) / rows) * KX_BN;
+#else
+    m0 = (pid / tn) * KX_BM;
+    n0 = (pid % tn) * KX_BN;
+#endif
+}
+
 __global__ void __launch_bounds__(KX_THREADS, 1)
     kx_mma(int M, int N, int K, float *__restrict__ C, const __grid_constant__ CUtensorMap map_ah,
            const __grid_constant__ CUtensorMap map_al, const __grid_constant__ CUtensorMap map_bh,
@@ -135,7 +150,9 @@ __global__ void __launch_bounds__(KX_THREADS, 1)
     const uint32_t bars = base + KX_STAGES * STAGE_BYTES;
     auto full = [&](int s) { return bars + 8 * s; };
     auto empty = [&](int s) { return bars + 8 * (KX_STAGES + s); };
-    const int wg = threadIdx.x / 128, m0 = blockIdx.y * KX_BM, n0 = blockIdx.x * KX_BN;
+    const int wg = threadIdx.x / 128;
+    int m0, n0;
+    tile_of(blockIdx.x, M, N, m0, n0);
     const int kt_n = (K + KX_BK - 1) / KX_BK;
     if (threadIdx.x == 0) {
         for (int s = 0; s < KX_STAGES; ++s) {
@@ -161,72 +178,74 @@ __global__ void __launch_bounds__(KX_THREADS, 1)
         }
     } else {
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-        float d[ACC];  // the first product writes them (accumulate 0): no other instruction defines them
-#if KX_SPLIT_ACC
-        float e[ACC];
-#else
-        float (&e)[ACC] = d;
-#endif
-#if KX_PROMOTE
-        // the tensor cores' sum of many products into one accumulator loses bits at every step
-        // (truncation, against the float64 check): each k-tile's twelve products go into a fresh
-        // accumulator t[kt % 2], which is added to d with FADD (round to nearest) one tile later
-        float t[2][ACC];
+        // The tensor cores' sum of many products into one accumulator drops bits at every step
+        // (truncation): a group of KX_PROMOTE tiles' products goes into a fresh accumulator t[h],
+        // added to the FP32 sums d by FADD (round to nearest) once the next group is under way.
+        float d[ACC], t[2][ACC];
 #pragma unroll
         for (int i = 0; i < ACC; ++i) d[i] = 0.f;
-#endif
         const uint32_t a_off = (wg - 1) * 64 * KX_BK * 4;  // this warp group's 64 rows
-        for (int kt = 0; kt < kt_n; ++kt) {
+        auto issue = [&](int kt, float(&u)[ACC], bool acc) {
             const int s = kt % KX_STAGES;
             mbar_wait(full(s), (kt / KX_STAGES) & 1);
             const uint32_t st = base + s * STAGE_BYTES;
             const uint64_t ah = desc(st + a_off), al = desc(st + A_BYTES + a_off);
             const uint64_t bh = desc(st + 2 * A_BYTES), bl = desc(st + 2 * A_BYTES + B_BYTES);
             wg_fence();
-#if KX_PROMOTE
-            auto tile = [&](float(&u)[ACC]) {
 #pragma unroll
-                for (int kk = 0; kk < KX_BK / 8; ++kk) {
-                    mma(u, al + 2 * kk, bh + 2 * kk, kk > 0);
-                    mma(u, ah + 2 * kk, bl + 2 * kk, 1);
-                    mma(u, ah + 2 * kk, bh + 2 * kk, 1);
+            for (int kk = 0; kk < KX_BK / 8; ++kk) {  // 8 k: 32 bytes, 2 in the descriptor's units
+                mma(u, al + 2 * kk, bh + 2 * kk, acc || kk > 0);
+                mma(u, ah + 2 * kk, bl + 2 * kk, 1);
+                mma(u, ah + 2 * kk, bh + 2 * kk, 1);
+            }
+            wg_commit();
+        };
+        auto add = [&](const float(&u)[ACC]) {
+#pragma unroll
+            for (int i = 0; i < ACC; ++i) d[i] += u[i];
+        };
+#if KX_DOUBLE_T
+        for (int kt0 = 0; kt0 < kt_n; kt0 += 2 * KX_PROMOTE) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                for (int q = 0; q < KX_PROMOTE; ++q) {
+                    const int kt = kt0 + h * KX_PROMOTE + q;
+                    if (kt < kt_n) {
+                        issue(kt, t[h], q > 0);
+                        wg_wait<1>();
+                        if (kt > 0 && threadIdx.x % 32 == 0) mbar_arrive(empty((kt - 1) % KX_STAGES));
+                        if (q == 0 && kt > 0) add(t[1 - h]);
+                    }
                 }
-            };
-            auto add = [&](const float(&u)[ACC]) {
-#pragma unroll
-                for (int i = 0; i < ACC; ++i) d[i] += u[i];
-            };
-            if (kt % 2 == 0) tile(t[0]); else tile(t[1]);
-            wg_commit();
-            wg_wait<1>();
-            if (kt > 0) {
-                if (kt % 2 == 0) add(t[1]); else add(t[0]);
-                if (threadIdx.x % 32 == 0) mbar_arrive(empty((kt - 1) % KX_STAGES));
             }
-            continue;
-#endif
-#pragma unroll
-            for (int kk = 0; kk < KX_BK / 8; ++kk) {  // 8 k = 32 bytes = 2 in the descriptor's units
-#if KX_TERMS == 3
-                mma(e, al + 2 * kk, bh + 2 * kk, kt > 0 || kk > 0);
-                mma(e, ah + 2 * kk, bl + 2 * kk, 1);
-                mma(d, ah + 2 * kk, bh + 2 * kk, KX_SPLIT_ACC == 0 || kt > 0 || kk > 0);
-#else
-                mma(d, ah + 2 * kk, bh + 2 * kk, kt > 0 || kk > 0);
-#endif
-            }
-            wg_commit();
-            wg_wait<1>();
-            if (kt > 0 && threadIdx.x % 32 == 0) mbar_arrive(empty((kt - 1) % KX_STAGES));
         }
         wg_wait<0>();
-#if KX_PROMOTE
-        if ((kt_n - 1) % 2 == 0) { for (int i = 0; i < ACC; ++i) d[i] += t[0][i]; }
-        else { for (int i = 0; i < ACC; ++i) d[i] += t[1][i]; }
-#endif
-#if KX_SPLIT_ACC
+        if (((kt_n - 1) / KX_PROMOTE) % 2 == 0) add(t[0]);
+        else add(t[1]);
+#else
+        // one accumulator: a group's tiles one behind another, then all of it waited for and
+        // added (the other consumer warp group's products keep the tensor cores busy meanwhile)
+        for (int kt0 = 0; kt0 < kt_n; kt0 += KX_PROMOTE) {
 #pragma unroll
-        for (int i = 0; i < ACC; ++i) d[i] += e[i];
+            for (int q = 0; q < KX_PROMOTE; ++q) {
+                const int kt = kt0 + q;
+                if (kt < kt_n) {
+                    issue(kt, t[0], q > 0);
+                    if (q + 1 < KX_PROMOTE && kt + 1 < kt_n) {
+                        wg_wait<1>();
+                        if (kt > kt0 && threadIdx.x % 32 == 0) mbar_arrive(empty((kt - 1) % KX_STAGES));
+                    }
+                }
+            }
+            wg_wait<0>();
+            if (threadIdx.x % 32 == 0) {
+                const int last = min(kt0 + KX_PROMOTE, kt_n) - 1;
+                for (int kt = (KX_PROMOTE > 1 ? last - 1 : last); kt <= last; ++kt)
+                    if (kt >= kt0) mbar_arrive(empty(kt % KX_STAGES));
+            }
+            add(t[0]);
+        }
 #endif
         // the accumulator layout of wgmma m64nN: warp w of the group rows 16w + lane / 4 (+ 8),
         // columns 8j + 2 (lane % 4) (+ 1)
@@ -235,7 +254,7 @@ __global__ void __launch_bounds__(KX_THREADS, 1)
 #pragma unroll
         for (int j = 0; j < KX_BN / 8; ++j) {
             const int col = n0 + 8 * j + 2 * (lane % 4);
-            if (col + 1 < N + 1) {
+            if (col < N) {
                 if (row < M) *reinterpret_cast<float2 *>(C + (size_t)row * N + col) = make_float2(d[4 * j], d[4 * j + 1]);
                 if (row + 8 < M)
                     *reinterpret_cast<float2 *>(C + (size_t)(row + 8) * N + col) = make_float2(d[4 * j + 2], d[4 * j + 3]);
@@ -290,7 +309,8 @@ int main(int argc, char **argv) {
         split_rows<<<132 * 8, 256>>>(a, ah, al, na / 4);
         split_transpose<<<dim3((N + 31) / 32, (K + 31) / 32), dim3(32, 8)>>>(b, K, N, bh, bl);
     };
-    auto mult = [&] { kx_mma<<<dim3(N / KX_BN, M / KX_BM), KX_THREADS, SMEM_BYTES>>>(M, N, K, c, mah, mal, mbh, mbl); };
+    const int tiles = ((M + KX_BM - 1) / KX_BM) * ((N + KX_BN - 1) / KX_BN);
+    auto mult = [&] { kx_mma<<<tiles, KX_THREADS, SMEM_BYTES>>>(M, N, K, c, mah, mal, mbh, mbl); };
     split();
     mult();
     CK(cudaGetLastError());
@@ -346,10 +366,10 @@ int main(int argc, char **argv) {
     const float ms_split = timeit(split, 20), ms_mult = timeit(mult, 20), ms_all = timeit([&] { split(); mult(); }, 20);
     const double fl2 = 2.0 * M * N * K;
     printf("{\"M\": %d, \"N\": %d, \"K\": %d, \"BN\": %d, \"stages\": %d, \"nonfinite\": %d, \"rel_err\": %.3e, "
-           "\"rel_err_fp32_seq\": %.3e, \"rel_err_split_f64\": %.3e, \"hi_low_bits\": %u, \"terms\": %d, \"split_acc\": %d, \"promote\": %d, \"ms_split\": %.4f, \"ms_mma\": %.4f, \"ms\": %.4f, \"tflops_mma\": %.1f, "
+           "\"rel_err_fp32_seq\": %.3e, \"rel_err_split_f64\": %.3e, \"hi_low_bits\": %u, \"promote\": %d, \"double_t\": %d, \"group_m\": %d, \"ms_split\": %.4f, \"ms_mma\": %.4f, \"ms\": %.4f, \"tflops_mma\": %.1f, "
            "\"tflops\": %.1f}\n",
-           M, N, K, KX_BN, KX_STAGES, bad, sqrt(num / den), sqrt(num32 / den), sqrt(num3 / den), lowbits, KX_TERMS,
-           KX_SPLIT_ACC, KX_PROMOTE, ms_split, ms_mult, ms_all,
+           M, N, K, KX_BN, KX_STAGES, bad, sqrt(num / den), sqrt(num32 / den), sqrt(num3 / den), lowbits, KX_PROMOTE,
+           KX_DOUBLE_T, KX_GROUP_M, ms_split, ms_mult, ms_all,
            fl2 / ms_mult / 1e9, fl2 / ms_all / 1e9);
     return 0;
 }
