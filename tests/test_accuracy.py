@@ -308,7 +308,7 @@ def test_kx_on_the_gpu_at_ragged_shapes(shape):
     launch = registry.get("KX").launcher
     assert bench.check(launch, *shape) <= 1e-5
     a, b = torch.randn(8, 8, device="cuda"), torch.randn(8, 6, device="cuda")
-    with pytest.raises(ValueError, match="multiples of 4"):
+    with pytest.raises(ValueError, match="multiple of 4"):
         launch(a, b, torch.empty(8, 6, device="cuda"))
 
 
