@@ -65,6 +65,10 @@ class Plan:
             if a.kernels is not None
             else None
         )
+        on_tc = [k.id for k in self.kernels if k.precision != "fp32"]
+        if on_tc:
+            raise InputError(f"{', '.join(on_tc)}: on the tensor cores, beside the FP32 study; "
+                             "python -m study.accuracy measures their error and speed")
         if a.size is not None:
             n = cli.positive_int(a.size)
             self.main_shape = (n, n, n)

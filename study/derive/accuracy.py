@@ -3,8 +3,10 @@
 
 ``ledger``: per kernel, distribution and K its relative error and largest error in ulps, beside the
 baseline's (cuBLAS FP32, ``registry.BASELINE``) at the same point and its ratio to it.
-``summary``: per kernel its time and TFLOP/s at the speed shape, its speed-up over the best vendor
-kernel there (the fastest of the registry's cuBLAS kernels), its relative error on standard-normal
+``summary``: per kernel its time and TFLOP/s at the speed shape (the median of its passes), its
+speed-up over the best vendor kernel there (the fastest of the registry's cuBLAS kernels in each
+pass), the median, least and greatest over the passes and the verdict they give
+(``spread.verdict``), its relative error on standard-normal
 inputs at the middle K, its worst ratio to the baseline's error and where, its largest ulp error
 on uniform inputs (``ULP_DIST``: no sum cancels there, so no output lies near zero, where an ulp
 is tiny and any error is millions of them), and whether it is *FP32-class*: at every
@@ -22,8 +24,8 @@ import math
 
 import pandas as pd
 
-from study import arch
 from study import kernels as registry
+from study.derive import spread
 from study.errors import InputError
 from study.rundata.tables import T
 
@@ -43,8 +45,8 @@ def _ok(accuracy: pd.DataFrame, role: str) -> pd.DataFrame:
     for c in ("K", "rel_err", "max_ulp", "ms", "M", "N"):
         if c in d.columns:
             d[c] = pd.to_numeric(d[c], errors="coerce")
-    d = d[(d["role"] == role) & (d["status"] == "ok")]
-    keys = ["kernel", "dist", "K"] if role == "error" else ["kernel"]
+    d = d[(d["role"] == role) & (d["status"] == "ok")].assign(pass_no=spread.passes_of(d))
+    keys = ["kernel", "dist", "K"] if role == "error" else ["kernel", "pass_no"]
     return d.drop_duplicates(keys, keep="last")
 
 
@@ -75,23 +77,29 @@ def _middle_k(led: pd.DataFrame) -> int | None:
 
 def summary(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
     led = ledger(accuracy)
-    speed = _ok(accuracy, "speed").set_index("kernel")
-    flops = {kid: 2.0 * r.M * r.N * r.K for kid, r in speed.iterrows()}
-    vendors = [k.id for k in registry.by_impl("cublas") if k.id in speed.index]
-    vendor_ms = min((speed.loc[v, "ms"] for v in vendors), default=NAN)
+    timed = _ok(accuracy, "speed")
+    by_pass = {kid: dict(zip(g["pass_no"], g["ms"])) for kid, g in timed.groupby("kernel", sort=False)}
+    flops = {str(r.kernel): 2.0 * r.M * r.N * r.K for r in timed.itertuples()}
+    vendor: dict[int, float] = {}
+    for v in (k.id for k in registry.by_impl("cublas") if k.id in by_pass):
+        for p, ms in by_pass[v].items():
+            vendor[p] = min(vendor.get(p, ms), ms)
     mid = _middle_k(led)
     rows = []
-    for kid in _order([*led["kernel"], *speed.index]):
+    precisions = dict(zip(timed["kernel"], timed["precision"]))
+    for kid in _order([*led["kernel"], *by_pass]):
         mine = led[led["kernel"] == kid]
-        ms = speed.loc[kid, "ms"] if kid in speed.index else NAN
+        ms = float(pd.Series(list(by_pass[kid].values())).median()) if kid in by_pass else NAN
+        med, lo, hi, n = spread.ratio(by_pass.get(kid, {}), vendor)
         ratios = mine.dropna(subset=["vs_baseline"])
         worst = ratios.loc[ratios["vs_baseline"].idxmax()] if len(ratios) else None
         randn = mine[(mine["dist"] == "randn") & (mine["K"] == mid)]["rel_err"]
-        precision = (mine["precision"].iloc[0] if len(mine) else str(speed.loc[kid, "precision"]))
+        precision = mine["precision"].iloc[0] if len(mine) else precisions[kid]
         rows.append({
             "kernel": kid, "precision": precision, "ms": ms,
             "tflops": flops[kid] / ms / 1e9 if kid in flops and ms > 0 else NAN,
-            "speedup_vs_vendor": vendor_ms / ms if ms > 0 else NAN,
+            "speedup_vs_vendor": med, "speedup_lo": lo, "speedup_hi": hi, "passes": n,
+            "verdict": spread.verdict(lo, hi, n) if n else "",
             "rel_err_randn": float(randn.iloc[0]) if len(randn) else NAN,
             "worst_vs_baseline": float(worst["vs_baseline"]) if worst is not None else NAN,
             "worst_dist": str(worst["dist"]) if worst is not None else "",
@@ -113,21 +121,9 @@ def _fp32_class(ratios: pd.DataFrame, led: pd.DataFrame) -> str:
     return "yes" if base_points <= set(zip(ratios["dist"], ratios["K"])) else ""
 
 
-def peaks(gpu) -> tuple[float, float]:
-    """The FP32 FMA peak and the dense TF32 tensor-core peak in GFLOP/s at the GPU's clock (NaN where
-    the architecture table has no TF32 rate for it)."""
-    fp32 = gpu.peak_gflops()
-    try:
-        rate = arch.get(gpu.cc).tf32_fma_per_sm_clk if gpu.cc else None
-    except InputError:
-        rate = None
-    tf32 = 2.0 * gpu.sms * rate * gpu.sm_clock_mhz / 1e3 if rate else NAN
-    return fp32, tf32
-
-
 def findings(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
     s = summary(accuracy, gpu)
-    fp32, tf32 = peaks(gpu)
+    fp32, tf32 = gpu.peak_gflops(), gpu.tf32_peak_gflops()
     clock = f"{gpu.sm_clock_mhz:.0f} MHz"
     cls = s[s["fp32_class"] == "yes"]
     out = [
@@ -142,6 +138,7 @@ def findings(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
         best = fast.loc[fast["tflops"].idxmax()]
         out.append(("fastest_fp32_class", "the fastest FP32-class kernel's speed-up over the best vendor "
                     "kernel", float(best["speedup_vs_vendor"]), "×", str(best["kernel"]),
-                    f"{best['tflops']:.1f} TFLOP/s"))
+                    f"{best['tflops']:.1f} TFLOP/s; {best['speedup_lo']:.2f}–{best['speedup_hi']:.2f}× over "
+                    f"{int(best['passes'])} passes: {best['verdict']}"))
     return pd.DataFrame([dict(zip(T.accuracy_findings.columns, r)) for r in out],
                         columns=[*T.accuracy_findings.columns])

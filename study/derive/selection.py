@@ -62,7 +62,8 @@ def kernels_table() -> pd.DataFrame:
     order, idea, twin, tile, threads, pipeline depth, Gluon, the shapes it is meant for, its roles
     (``baseline``, ``rung`` of the ladder, ``tuned``, ``request_ledger``, a calibrator's
     ``calibrates_ldg``/``calibrates_lds``, ``tensor_core`` beside the study), the CUDA kernels it
-    is a software-pipelined ``tl.dot`` twin of (``pipelined_twin_of``), its counted requests per FMA (the request ledger) and its
+    is a software-pipelined ``tl.dot`` twin of (``pipelined_twin_of``), its counted requests per
+    FMA (the request ledger) and its
     notes. What the report selects by role it selects from here (``study.report.load.Run``)."""
     ladder = registry.cuda_ladder()
     out = []

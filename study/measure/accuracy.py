@@ -9,9 +9,12 @@ NaN-poisoned first, is compared with the float64 product of the same inputs
 - ``max_ulp``: the largest |C − C₆₄| in units of the FP32 spacing at C₆₄ (``ulp32``), the ulp of
   the correctly rounded FP32 result.
 
-Then each kernel is timed once at ``SPEED_SHAPE`` on standard-normal inputs (a ``speed`` row: CUDA
-events, L2 flushed before each repetition, ``bench.time_cuda``), after a check against float64
-within its precision's bound (``CHECK_BOUND``): the speed side of the speed-against-accuracy figure.
+Then each kernel is timed at ``SPEED_SHAPE`` on standard-normal inputs, after a check against
+float64 within its precision's bound (``CHECK_BOUND``), in ``--passes`` passes over the kernels
+(``experiments.PASSES``; the registry's order, then reversed, and so on: each pass its own order),
+a ``speed`` row per kernel and pass (CUDA events, L2 flushed before each repetition,
+``bench.time_cuda``): the speed side of the speed-against-accuracy figure, and the spread of each
+kernel's speed-up over the passes.
 
 A kernel that cannot run here (K0L without nvmath-python, a tensor-core kernel on a GPU without
 TF32 tensor cores) is left out with one line. Rows go to ``DIR/data/accuracy.csv`` as they are
@@ -29,6 +32,7 @@ from pathlib import Path
 
 from study import cli
 from study.errors import InputError, first_line
+from study.experiments import PASSES
 from study.rundata import tables
 
 # name -> what the values are (each drawn with the sign of a fair coin where not said otherwise)
@@ -48,7 +52,7 @@ TARGET_S = 0.2  # timed seconds of a speed row
 # the check before timing: the relative error a kernel of each precision must be within
 CHECK_BOUND = {"fp32": 1e-5, "tf32x3": 1e-5, "tf32": 1e-2}
 COLUMNS = [*tables.T.accuracy.columns]
-KEYS = ("kernel", "role", "dist", "K")  # what one row measures: a continued file skips these
+KEYS = ("kernel", "role", "dist", "K", "pass")  # what one row measures: a continued file skips these
 PROBE_SHAPE = (128, 256, 256)  # a first launch of each kernel: one that cannot run here says so once
 
 
@@ -100,7 +104,8 @@ def refusal(k, cc: str) -> str | None:
     if k is None or k.precision == "fp32":
         return None
     if not arch.has_tf32(cc):
-        return f"{k.id} multiplies on TF32 tensor cores, which compute capability {cc} lacks (sm_80 and later)"
+        return (f"{k.id} multiplies on TF32 tensor cores, which compute capability {cc} lacks "
+                "(sm_80 and later)")
     if any(r.has("SGEMM_SM90A") for r in k.registrations) and arch.cc_of(cc) != "9.0":
         return f"{k.id} multiplies with wgmma, which only compute capability 9.0 has (sm_90a); this is {cc}"
     return None
@@ -117,6 +122,7 @@ def parser() -> cli.Parser:
     p.add_argument("--kernels", default=None, help=f"default every kernel: {','.join(registry.IDS)}")
     p.add_argument("--dists", default=",".join(DISTRIBUTIONS), help=f"default {','.join(DISTRIBUTIONS)}")
     p.add_argument("--ks", default=",".join(map(str, KS)), help=f"default {','.join(map(str, KS))}")
+    p.add_argument("--passes", default=None, help=f"passes over the speed rows (default {PASSES})")
     p.add_argument("--no-speed", action="store_true", help="measure the errors only")
     return p
 
@@ -135,16 +141,17 @@ def parse(argv) -> tuple:
         if d not in DISTRIBUTIONS:
             raise InputError(f"--dists: unknown distribution {d!r}; known: {', '.join(DISTRIBUTIONS)}")
     ks = [cli.positive_int(k) for k in items(a.ks, "--ks", "256,4096")]
-    return out, ids, dists, ks, not a.no_speed
+    passes = cli.positive_int(a.passes, "--passes") if a.passes is not None else PASSES
+    return out, ids, dists, ks, 0 if a.no_speed else passes
 
 
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
-        out, ids, dists, ks, speed = parse(argv)
+        out, ids, dists, ks, passes = parse(argv)
         from study.measure.decode import need_gpu
 
         need_gpu("study.accuracy")
-        return run(out, ids, dists, ks, speed)
+        return run(out, ids, dists, ks, passes)
 
     return cli.main(body)
 
@@ -152,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 # --- measuring -----------------------------------------------------------------------------------
 
 
-def run(out: Path, ids: list[str], dists: list[str], ks: list[int], speed: bool) -> int:
+def run(out: Path, ids: list[str], dists: list[str], ks: list[int], passes: int) -> int:
     import torch
 
     from study.measure import bench, device
@@ -181,7 +188,7 @@ def run(out: Path, ids: list[str], dists: list[str], ks: list[int], speed: bool)
     n = 0
     for i, dist in enumerate(dists):
         for K in ks:
-            todo = [kid for kid in found if (kid, "error", dist, str(K)) not in done]
+            todo = [kid for kid in found if (kid, "error", dist, str(K), "") not in done]
             if todo:
                 rows = error_point(dist, i, K, todo, found, file, prov)
                 n += len(rows)
@@ -191,14 +198,14 @@ def run(out: Path, ids: list[str], dists: list[str], ks: list[int], speed: bool)
                         + (f", largest error {worst['kernel']} {worst['rel_err']:.2e}" if worst else "")
                         + f" ({time.monotonic() - t0:.0f} s)")
             torch.cuda.empty_cache()
-    if speed:
-        flush = bench.L2Flush(gpu.l2_bytes)
-        todo = [kid for kid in found if (kid, "speed", "randn", str(SPEED_SHAPE[2])) not in done]
-        for kid in todo:
-            row = speed_row(kid, *found[kid], flush, prov)
+    flush = bench.L2Flush(gpu.l2_bytes) if passes else None
+    for p in range(1, passes + 1):
+        order = list(found) if p % 2 else list(reversed(found))  # each pass its own order
+        for kid in [kid for kid in order if (kid, "speed", "randn", str(SPEED_SHAPE[2]), str(p)) not in done]:
+            row = speed_row(kid, *found[kid], flush, prov, p)
             file.append(row)
             n += 1
-            cli.say(f"{kid} at {'x'.join(map(str, SPEED_SHAPE))}: "
+            cli.say(f"pass {p}: {kid} at {'x'.join(map(str, SPEED_SHAPE))}: "
                     + (f"{row['ms']:.3f} ms" if row["status"] == "ok" else f"{row['status']}: {row['note']}"))
     cli.say(f"accuracy ledger: {n} rows in {time.monotonic() - t0:.0f} s -> {path}")
     return 0
@@ -254,13 +261,14 @@ def error_point(dist: str, index: int, K: int, kids: list[str], found: dict, fil
     return rows
 
 
-def speed_row(kid: str, k, launch, flush, prov: dict) -> dict:
-    """The speed row of one kernel: checked within ``CHECK_BOUND`` on randn, then timed."""
+def speed_row(kid: str, k, launch, flush, prov: dict, pass_no: int) -> dict:
+    """The speed row of one kernel in pass ``pass_no``: checked within ``CHECK_BOUND`` on randn,
+    then timed."""
     from study.measure import bench
     from study.rundata.results import timestamp
 
     M, N, K = SPEED_SHAPE
-    row = {**_base(kid, k, "speed", "randn", M, N, K, prov), "timestamp": timestamp()}
+    row = {**_base(kid, k, "speed", "randn", M, N, K, prov), "pass": pass_no, "timestamp": timestamp()}
     a, b = bench.random_inputs(M, N, K, seed=11)
     out = bench.poisoned(M, N)
     why = _run_once(k, launch, a, b, out)

@@ -77,6 +77,15 @@ class GPU:
     def peak_gflops(self, clock_mhz: float | None = None) -> float:
         return fp32_peak_gflops(self.sms, self.fp32_lanes_per_sm, clock_mhz or self.sm_clock_mhz)
 
+    def tf32_peak_gflops(self, clock_mhz: float | None = None) -> float:
+        """The dense TF32 tensor-core peak = SMs x TF32 multiply-adds per SM per clock x 2 x clock
+        (``study.arch``'s rate for this capability); NaN where the table has none for it."""
+        try:
+            rate = arch.get(self.cc).tf32_fma_per_sm_clk if self.cc else None
+        except InputError:
+            rate = None
+        return 2.0 * self.sms * rate * (clock_mhz or self.sm_clock_mhz) / 1e3 if rate else math.nan
+
     def dram_gbps(self) -> float:
         return dram_peak_gbps(self.mem_clock_mhz, self.bus_width_bits)
 

@@ -90,12 +90,13 @@ DECODE_HOST_MEASURED = (
 )
 # a row of the accuracy ledger (study.measure.accuracy, docs/method.md#accuracy-ledger): one kernel's
 # error at one (distribution ``dist``, K) with M = N fixed (``role`` "error"), or its time at one
-# shape on standard-normal inputs (``role`` "speed", ``ms`` with p20/p80); ``precision`` the
-# kernel's (fp32, tf32, tf32x3); ``max_ulp`` the largest error in units of the FP32 result's ulp;
-# ``status`` "ok", "wrong" (not finite, or over the check's bound before timing) or "refused"
+# shape on standard-normal inputs in one pass of several (``role`` "speed", ``pass`` 1, 2, ...,
+# ``ms`` with p20/p80); ``precision`` the kernel's (fp32, tf32, tf32x3); ``max_ulp`` the largest
+# error in units of the FP32 result's ulp; ``status`` "ok", "wrong" (not finite, or over the
+# check's bound before timing) or "refused"
 ACCURACY_MEASURED = (
-    "kernel", "precision", "role", "dist", "M", "N", "K", "status", "note", "rel_err", "max_ulp", "ms",
-    "p20_ms", "p80_ms", "reps", "config",
+    "kernel", "precision", "role", "dist", "M", "N", "K", "pass", "status", "note", "rel_err", "max_ulp",
+    "ms", "p20_ms", "p80_ms", "reps", "config",
 )
 MEASURED = (
     _t("results", RESULTS_MEASURED + RESULTS_PROVENANCE, ("experiment", "label", "kernel", "impl", "config",
@@ -280,9 +281,11 @@ DERIVED = (
     _t("accuracy_ledger", ("kernel", "precision", "dist", "K", "rel_err", "max_ulp", "baseline_rel_err",
                            "vs_baseline"), ("kernel", "precision", "dist"), "accuracy.ledger", ("accuracy",),
        optional=True),
-    _t("accuracy_summary", ("kernel", "precision", "ms", "tflops", "speedup_vs_vendor", "rel_err_randn",
+    _t("accuracy_summary", ("kernel", "precision", "ms", "tflops", "speedup_vs_vendor", "speedup_lo",
+                            "speedup_hi", "passes", "verdict", "rel_err_randn",
                             "worst_vs_baseline", "worst_dist", "worst_K", "max_ulp_uniform", "fp32_class"),
-       ("kernel", "precision", "worst_dist", "fp32_class"), "accuracy.summary", ("accuracy", "gpu"),
+       ("kernel", "precision", "verdict", "worst_dist", "fp32_class"), "accuracy.summary",
+       ("accuracy", "gpu"),
        optional=True),
     _t("accuracy_findings", ("id", "finding", "value", "unit", "where", "note"),
        ("id", "finding", "unit", "where", "note"), "accuracy.findings", ("accuracy", "gpu"), optional=True),
