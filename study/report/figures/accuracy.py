@@ -61,5 +61,5 @@ def draw_accuracy(run: Run) -> Figure:
     ax.set(xlabel=f"relative error ‖C − C₆₄‖/‖C₆₄‖ at M = N = 1024, K = {mid}", ylabel="TFLOP/s at 4096³")
     handles = [ax.scatter([], [], marker=m, color="0.4", s=24, label=d) for d, m in MARKERS.items()]
     handles += [ax.scatter([], [], marker="o", color=c, s=24, label=p) for p, c in COLOURS.items()]
-    ax.legend(handles=handles, fontsize=SMALL, ncols=2, loc="lower right")
+    ax.legend(handles=handles, fontsize=SMALL, ncols=2, loc="upper left")  # clear of the peaks' labels
     return lay_out(fig, run, "Speed against accuracy")
