@@ -270,6 +270,39 @@ def test_findings_by_hand(rows):
     assert f.loc["fastest_fp32_class", "note"].endswith("1.50–1.60× over 3 passes: faster")
 
 
+def test_tensor_core_ledger_by_hand():
+    """KX (its tile and wgmma shape from its source) and TX (the tile its row's configuration ran)
+    at 4096^3 on a GPU of 132 SMs at 1980 MHz (TF32: 1024 multiply-adds per SM per clock) and a copy
+    roof of 4000 GB/s; KX's two passes 1.1 and 1.3 ms (median 1.2)."""
+    cfg = '{"BM": 128, "BN": 64, "BK": 64, "num_warps": 8}'
+    speed = [("KX", "tf32x3", 1, 1.1, ""), ("KX", "tf32x3", 2, 1.3, ""), ("TX", "tf32x3", 1, 1.7, cfg),
+             ("K12", "fp32", 1, 2.6, "")]
+    d = pd.DataFrame([{"kernel": k, "precision": p, "role": "speed", "dist": "randn", "M": 4096, "N": 4096,
+                       "K": 4096, "pass": n, "status": "ok", "rel_err": 1e-7, "max_ulp": "", "ms": ms,
+                       "config": c} for k, p, n, ms, c in speed])
+    gpu = GPU(**{**TEST_GPU, "copy_gbps": 4000.0})
+    t = da.tc_ledger(d, gpu).set_index("kernel")
+    assert list(t.index) == ["TX", "KX"]  # tensor-core kernels only, the registry's order
+    n, peak = 4096, 132 * 1024 * 2 * 1.98e9
+    kx = t.loc["KX"]
+    assert (kx["tile"], kx["products"], kx["ms"]) == ("128x128x32", 3, pytest.approx(1.2))
+    assert kx["tc_floor_ms"] == pytest.approx(3 * 2 * n**3 / peak * 1e3)  # 0.770 ms
+    assert kx["tc_share_pct"] == pytest.approx(100 * 3 * 2 * n**3 / peak * 1e3 / 1.2)
+    assert kx["mma_per_output"] == pytest.approx(3 * (n / 8) / (64 * 128))  # 0.1875
+    # the split: A and B read (4 bytes), their high and low parts written (8): 12 x 2 x 4096^2
+    assert kx["prepass_mb"] == pytest.approx(12 * 2 * n * n / 1e6)
+    assert kx["prepass_floor_ms"] == pytest.approx(12 * 2 * n * n / 4000e9 * 1e3)
+    # 32 x 32 tiles x 128 k-tiles x (128 + 128) x 32 floats x 2 parts
+    tile_bytes = 32 * 32 * 128 * 256 * 32 * 4 * 2
+    assert kx["tile_gb"] == pytest.approx(tile_bytes / 1e9)
+    rest_s = (1.2 - 12 * 2 * n * n / 4000e9 * 1e3) * 1e-3  # the time the split leaves
+    assert kx["tile_tbps"] == pytest.approx(tile_bytes / rest_s / 1e12)
+    tx = t.loc["TX"]
+    assert (tx["tile"], tx["prepass"]) == ("128x64x64", "b_kmajor") and math.isnan(tx["mma_per_output"])
+    assert tx["prepass_mb"] == pytest.approx(8 * n * n / 1e6)  # B read and written
+    assert tx["tile_gb"] == pytest.approx(32 * 64 * 64 * (128 + 64) * 64 * 4 / 1e9)  # one part
+
+
 def test_a_file_without_a_needed_column_is_refused(rows):
     with pytest.raises(Exception, match="missing column 'dist'"):
         da.summary(rows.drop(columns="dist"), GPU(**TEST_GPU))

@@ -15,6 +15,13 @@ baseline's. ``findings``: the FP32 FMA peak and the TF32
 tensor-core peak at the GPU's clock (the figure's limits), which kernels are FP32-class, the
 fastest FP32-class kernel and its speed-up over the best vendor kernel.
 
+``tc_ledger``: per tensor-core kernel with a speed row (``Kernel.tensor_core``), the time its
+products take at the TF32 peak (``GPU.tf32_peak_gflops``; three products for 3xTF32) and that
+floor's share of its time, its MMA instructions per output where the source fixes their shape, the
+bytes of the pass before the product (``TensorCore.prepass_bytes``) and their time at the copy roof
+(``copy_gbps``), and the bytes its tiles carry into shared memory (every tile's operand parts over
+every k-tile) with their rate over the time the pass leaves.
+
 Only rows with status "ok" count; where a point was measured twice the last row wins.
 """
 
@@ -108,6 +115,46 @@ def summary(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
             "fp32_class": _fp32_class(ratios, led),
         })
     return pd.DataFrame(rows, columns=[*T.accuracy_summary.columns])
+
+
+PRODUCTS = {"tf32": 1, "tf32x3": 3}  # tensor-core products per multiply-add of the problem
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def tc_ledger(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
+    import json
+
+    timed = _ok(accuracy, "speed")
+    rows = []
+    for kid in _order(timed["kernel"]):
+        k = registry.BY_ID.get(kid)
+        if k is None or k.tensor_core is None:
+            continue
+        tc, mine = k.tensor_core, timed[timed["kernel"] == kid]
+        r = mine.iloc[-1]
+        M, N, K = int(r["M"]), int(r["N"]), int(r["K"])
+        ms = float(mine["ms"].median())
+        if k.tile:
+            bm, bn, bk = k.tile
+        else:  # an autotuned kernel: the tile it ran, from the row's configuration
+            cfg = json.loads(r["config"]) if isinstance(r.get("config"), str) and r["config"] else {}
+            bm, bn, bk = (cfg.get(d) for d in ("BM", "BN", "BK"))
+        products = PRODUCTS[k.precision]
+        floor = products * 2.0 * M * N * K / gpu.tf32_peak_gflops() / 1e6
+        pre = tc.prepass_bytes(M, N, K)
+        pre_ms = pre / gpu.copy_gbps / 1e6 if gpu.copy_gbps else NAN
+        tile_b = (_cdiv(M, bm) * _cdiv(N, bn) * _cdiv(K, bk) * (bm + bn) * bk * 4 * tc.parts) if bm else NAN
+        rest = ms - (pre_ms if pre_ms == pre_ms else 0.0)
+        mma = (products * _cdiv(K, tc.mma[2]) / (tc.mma[0] * tc.mma[1])) if tc.mma else NAN
+        rows.append({"kernel": kid, "precision": k.precision, "M": M, "N": N, "K": K,
+                     "tile": f"{bm}x{bn}x{bk}" if bm else "", "products": products, "ms": ms,
+                     "tc_floor_ms": floor, "tc_share_pct": 100.0 * floor / ms, "mma_per_output": mma,
+                     "prepass": tc.prepass, "prepass_mb": pre / 1e6, "prepass_floor_ms": pre_ms,
+                     "tile_gb": tile_b / 1e9, "tile_tbps": tile_b / rest / 1e9 if rest > 0 else NAN})
+    return pd.DataFrame(rows, columns=[*T.accuracy_tc.columns])
 
 
 def _fp32_class(ratios: pd.DataFrame, led: pd.DataFrame) -> str:

@@ -15,7 +15,14 @@ from __future__ import annotations
 from fractions import Fraction
 
 from study.errors import InputError
-from study.kernels.kernel import Counted, Kernel, KernelPath, PathFacts, check_cuda_operands  # noqa: F401
+from study.kernels.kernel import (  # noqa: F401
+    Counted,
+    Kernel,
+    KernelPath,
+    PathFacts,
+    TensorCore,
+    check_cuda_operands,
+)
 
 
 def _t(bm, bn, bk=32):
@@ -315,12 +322,14 @@ TENSOR_CORE: tuple[Kernel, ...] = (
         "TT", "triton", "autotuned tl.dot on the tensor cores, TF32 (one product, operands rounded to TF32)",
         target="triton_kernels.tc_autotuned:matmul_tf32", source="triton_kernels/tile.py",
         symbol="tiled_matmul_kernel", tuned="triton_kernels.tc_autotuned:best_tf32", precision="tf32",
+        tensor_core=TensorCore(parts=1, prepass="b_kmajor"),
     ),
     Kernel(
         "TX", "triton", "autotuned tl.dot on the tensor cores, 3xTF32 (operands split in high and low "
         "TF32 parts, three products)",
         target="triton_kernels.tc_autotuned:matmul_tf32x3", source="triton_kernels/tile.py",
         symbol="tiled_matmul_kernel", tuned="triton_kernels.tc_autotuned:best_tf32x3", precision="tf32x3",
+        tensor_core=TensorCore(parts=1, prepass="b_kmajor"),
     ),
     Kernel(
         "KX", "cuda", "3xTF32 on Hopper's warp-group MMA: the operands split in high and low TF32 parts "
@@ -328,6 +337,7 @@ TENSOR_CORE: tuple[Kernel, ...] = (
         "k through K14's tensor copies (128-byte swizzle) and warp specialisation, each k-tile's products "
         "added to FP32 sums",
         source="cuda_kernels/kx_tf32x3.cu", precision="tf32x3",
+        tensor_core=TensorCore(parts=2, prepass="split", mma=(64, 128, 8)),
     ),
 )
 REGISTRY: tuple[Kernel, ...] = KERNELS + TENSOR_CORE  # every kernel, the study's first

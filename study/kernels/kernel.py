@@ -63,6 +63,28 @@ class PathFacts:
     compute_threads: int | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class TensorCore:
+    """What a tensor-core kernel's ledger needs beyond its precision and tile: the operand parts its
+    tiles carry into shared memory (2: high and low parts stored apart; 1: the operand as it is,
+    split in registers where at all), the pass before the product ("split": A and B into high and
+    low parts, B transposed; "b_kmajor": B copied K-major; "": none), and the MMA instruction's
+    M, N, K where the source fixes it (None: the compiler's choice)."""
+
+    parts: int
+    prepass: str = ""
+    mma: tuple[int, int, int] | None = None
+
+    def prepass_bytes(self, M: int, N: int, K: int) -> int:
+        """Bytes the pass before the product reads and writes: the split reads A and B and writes
+        their two parts (4 + 8 bytes an element); B's K-major copy reads and writes B."""
+        if self.prepass == "split":
+            return 12 * (M * K + K * N)
+        if self.prepass == "b_kmajor":
+            return 8 * K * N
+        return 0
+
+
 @dataclass(frozen=True)
 class KernelPath:
     """One function a kernel launches: the kernel's id, the file that holds the function, and what
@@ -176,6 +198,7 @@ class Kernel:
     # how it multiplies: "fp32" (FP32 FMA: the study's kernels), or on the tensor cores "tf32" (one
     # TF32 product) or "tf32x3" (three: the operands split in high and low TF32 parts)
     precision: str = "fp32"
+    tensor_core: TensorCore | None = None  # a tensor-core kernel's ledger inputs
 
     @property
     def contiguous_only(self) -> bool:

@@ -287,6 +287,13 @@ DERIVED = (
        ("kernel", "precision", "verdict", "worst_dist", "fp32_class"), "accuracy.summary",
        ("accuracy", "gpu"),
        optional=True),
+    # per tensor-core kernel timed: the tensor cores' floor at the TF32 peak, MMA instructions per
+    # output, the pass before the product and its floor at the copy roof, the tiles' bytes into
+    # shared memory and their rate over the rest of the time
+    _t("accuracy_tc", ("kernel", "precision", "M", "N", "K", "tile", "products", "ms", "tc_floor_ms",
+                       "tc_share_pct", "mma_per_output", "prepass", "prepass_mb", "prepass_floor_ms",
+                       "tile_gb", "tile_tbps"), ("kernel", "precision", "tile", "prepass"),
+       "accuracy.tc_ledger", ("accuracy", "gpu"), optional=True),
     _t("accuracy_findings", ("id", "finding", "value", "unit", "where", "note"),
        ("id", "finding", "unit", "where", "note"), "accuracy.findings", ("accuracy", "gpu"), optional=True),
 )

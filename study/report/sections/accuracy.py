@@ -10,7 +10,7 @@ from study.report.load import Run
 from study.report.md import md, missing, num
 from study.report.sections.decode import findings
 
-SUMMARY, LEDGER, FINDINGS = "accuracy_summary", "accuracy_ledger", "accuracy_findings"
+SUMMARY, LEDGER, FINDINGS, TC = "accuracy_summary", "accuracy_ledger", "accuracy_findings", "accuracy_tc"
 UNITS = {"×": "{:.2f}×", "TFLOP/s": "{:.1f} TFLOP/s", "kernels": "{:.0f}"}
 
 
@@ -64,4 +64,21 @@ def section_accuracy(run: Run) -> list[str] | None:
             grid.append([kid, *(_e(mine.get(k)) for k in keys)])
         lines += ["Relative error per distribution and K:", ""]
         lines += md(["kernel", *(f"{d} K={k}" for d, k in keys)], grid)
+    tc = run.tables.get(TC)
+    if tc is not None and len(tc):
+        lines += [
+            "The tensor-core kernels' ledger at the speed shape: their products' time at the TF32 "
+            "peak and its share of the measured time, MMA instructions per output (where the source "
+            "fixes the instruction), the pass before the product (KX's split of A and B, TT's and "
+            "TX's K-major copy of B) and its time at the copy roof, and the bytes the tiles carry "
+            "into shared memory with their rate over the rest of the time.",
+            "",
+        ]
+        lines += md(["kernel", "tile", "products", "ms", "tensor-core floor ms", "% of the time",
+                     "MMA per output", "pass before", "its MB", "its floor ms", "tile GB", "tile TB/s"],
+                    [[r.kernel, r.tile or "–", int(r.products), num(r.ms, "{:.3f}"),
+                      num(r.tc_floor_ms, "{:.3f}"), num(r.tc_share_pct, "{:.0f}%"),
+                      num(r.mma_per_output, "{:.4f}"), r.prepass or "–",
+                      num(r.prepass_mb), num(r.prepass_floor_ms, "{:.3f}"), num(r.tile_gb, "{:.2f}"),
+                      num(r.tile_tbps, "{:.2f}")] for r in tc.itertuples()])
     return lines + figref(run, "accuracy")
