@@ -314,9 +314,9 @@ KERNELS: tuple[Kernel, ...] = (
     ),
 )
 
-# Beside the study: the tiled Triton kernel on the tensor cores, for the accuracy ledger (``python -m
-# study.accuracy``) and nothing else by default; ``KERNELS`` and every selection below hold the FP32
-# kernels only, and a run measures these where ``--kernels`` names them.
+# Beside the study: kernels on the tensor cores (the tiled Triton kernel at TF32 and 3xTF32, and KX,
+# 3xTF32 in CUDA on wgmma), measured by the accuracy ledger (``python -m study.accuracy``) alone:
+# ``KERNELS`` and every selection below hold the FP32 kernels only, and ``study.run`` refuses these.
 TENSOR_CORE: tuple[Kernel, ...] = (
     Kernel(
         "TT", "triton", "autotuned tl.dot on the tensor cores, TF32 (one product, operands rounded to TF32)",

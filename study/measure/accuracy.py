@@ -177,20 +177,23 @@ def run(out: Path, ids: list[str], dists: list[str], ks: list[int], passes: int)
     file = results.ResultsFile(path, COLUMNS)
     if done:
         cli.say(f"{path}: {len(done)} rows already there; measuring what is missing")
-    found = {}
-    for kid, (k, launch) in launchers(ids, PROBE_SHAPE, "the accuracy ledger").items():
-        why = refusal(k, gpu.cc)
+    from study import kernels as registry
+
+    runnable = []
+    for kid in ids:  # what the hardware lacks is said before anything is launched
+        why = refusal(registry.get(kid), gpu.cc)
         if why:
             cli.say(f"{kid}: {why}; left out")
         else:
-            found[kid] = (k, launch)
+            runnable.append(kid)
+    found = launchers(runnable, PROBE_SHAPE, "the accuracy ledger")
     t0 = time.monotonic()
     n = 0
-    for i, dist in enumerate(dists):
+    for dist in dists:
         for K in ks:
             todo = [kid for kid in found if (kid, "error", dist, str(K), "") not in done]
             if todo:
-                rows = error_point(dist, i, K, todo, found, file, prov)
+                rows = error_point(dist, K, todo, found, file, prov)
                 n += len(rows)
                 ok = [r for r in rows if r["status"] == "ok"]
                 worst = max(ok, key=lambda r: r["rel_err"]) if ok else None
@@ -233,15 +236,17 @@ def _run_once(k, launch, a, b, out) -> str | None:
     return why
 
 
-def error_point(dist: str, index: int, K: int, kids: list[str], found: dict, file, prov: dict) -> list[dict]:
-    """The error rows of one (distribution, K), each appended to ``file`` as it is measured."""
+def error_point(dist: str, K: int, kids: list[str], found: dict, file, prov: dict) -> list[dict]:
+    """The error rows of one (distribution, K), each appended to ``file`` as it is measured; the
+    inputs seeded by the distribution's place in ``DISTRIBUTIONS`` and K, so that a subset of
+    either draws the same matrices."""
     import torch
 
     from study.measure import bench
     from study.rundata.results import timestamp
 
     M = N = ERROR_MN
-    g = torch.Generator(device="cuda").manual_seed(1009 * index + K)
+    g = torch.Generator(device="cuda").manual_seed(1009 * list(DISTRIBUTIONS).index(dist) + K)
     a, b = draw(dist, M, K, g), draw(dist, K, N, g)
     ref = a.double() @ b.double()
     rows = []
