@@ -303,6 +303,21 @@ def test_tensor_core_ledger_by_hand():
     assert tx["tile_gb"] == pytest.approx(32 * 64 * 64 * (128 + 64) * 64 * 4 / 1e9)  # one part
 
 
+def test_a_ledger_without_speed_rows_derives_its_errors_alone(rows):
+    """``--no-speed``: the summary has every kernel's errors and no speed, the tensor-core ledger
+    and the fastest FP32-class finding are empty; a configuration that is no JSON object leaves a
+    tile unknown, never an error."""
+    errors = rows[rows["role"] == "error"]
+    s = da.summary(errors, GPU(**TEST_GPU)).set_index("kernel")
+    assert s["ms"].isna().all() and (s["passes"] == 0).all() and (s["verdict"] == "").all()
+    assert s.loc["TX", "fp32_class"] == "yes"
+    assert da.tc_ledger(errors, GPU(**TEST_GPU)).empty
+    assert "fastest_fp32_class" not in set(da.findings(errors, GPU(**TEST_GPU))["id"])
+    bad = rows[(rows["kernel"] == "TX") & (rows["role"] == "speed")].assign(config="not json")
+    t = da.tc_ledger(bad, GPU(**TEST_GPU)).set_index("kernel")
+    assert t.loc["TX", "tile"] == "" and math.isnan(t.loc["TX", "tile_gb"])
+
+
 def test_a_file_without_a_needed_column_is_refused(rows):
     with pytest.raises(Exception, match="missing column 'dist'"):
         da.summary(rows.drop(columns="dist"), GPU(**TEST_GPU))

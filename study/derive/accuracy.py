@@ -125,7 +125,7 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def tc_ledger(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
-    import json
+    from study.derive import config_of
 
     timed = _ok(accuracy, "speed")
     rows = []
@@ -140,7 +140,7 @@ def tc_ledger(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
         if k.tile:
             bm, bn, bk = k.tile
         else:  # an autotuned kernel: the tile it ran, from the row's configuration
-            cfg = json.loads(r["config"]) if isinstance(r.get("config"), str) and r["config"] else {}
+            cfg = config_of(r.get("config"))  # {} where it is not a JSON object
             bm, bn, bk = (cfg.get(d) for d in ("BM", "BN", "BK"))
         products = PRODUCTS[k.precision]
         floor = products * 2.0 * M * N * K / gpu.tf32_peak_gflops() / 1e6
