@@ -253,6 +253,30 @@ def test_summary_by_hand(rows):
     assert s.loc["K0L", "fp32_class"] == "" and math.isnan(s.loc["K0L", "worst_vs_baseline"])  # no errors
 
 
+def test_fp32_kernels_take_their_speed_from_the_run(rows):
+    """Without a speed row of its own K12's time is the run's main experiment's at the ledger's
+    speed shape, against the vendor rows of the run's same passes; a kernel the run measured at
+    another shape gets none. Passes 1, 2: K12 2.2, 2.3 ms; K0 2.5, 2.45; K0L 2.4, 2.6."""
+    ledger_rows = rows[~((rows["kernel"] == "K12") & (rows["role"] == "speed"))]
+    timed = ((1, "K12", 4096, 2.2), (2, "K12", 4096, 2.3), (1, "K0", 4096, 2.5), (2, "K0", 4096, 2.45),
+             (1, "K0L", 4096, 2.4), (2, "K0L", 4096, 2.6), (1, "K15", 2048, 0.3))
+    run = pd.DataFrame([{"experiment": "main", "label": "main", "pass": p, "kernel": k, "M": m, "N": 4096,
+                         "K": 4096, "ms": ms} for p, k, m, ms in timed])
+    s = da.summary(ledger_rows, GPU(**TEST_GPU), run).set_index("kernel")
+    k12 = s.loc["K12"]
+    assert (k12["speed_from"], k12["passes"], k12["ms"]) == ("run", 2, pytest.approx(2.25))
+    # the run's best vendor: pass 1 K0L 2.4, pass 2 K0 2.45; over K12's 2.2 and 2.3
+    assert (k12["speedup_lo"], k12["speedup_hi"]) == (pytest.approx(2.45 / 2.3), pytest.approx(2.4 / 2.2))
+    assert k12["speedup_vs_vendor"] == pytest.approx((2.4 / 2.2 + 2.45 / 2.3) / 2)
+    assert s.loc["TX", "speed_from"] == "ledger" and s.loc["K0", "speed_from"] == "ledger"
+    assert "K15" not in s.index  # neither an error row nor a time at the ledger's shape
+
+
+def test_the_ledger_times_the_tensor_core_and_vendor_kernels_by_default():
+    timed = [k.id for k in registry.REGISTRY if acc.timed_here(k)]
+    assert timed == ["K0", "K0L", "TT", "TX", "KX"]
+
+
 def test_a_kernel_missing_a_point_is_not_called_fp32_class(rows):
     fewer = rows[~((rows["kernel"] == "K12") & (rows["dist"] == "lowbits"))]
     s = da.summary(fewer, GPU(**TEST_GPU)).set_index("kernel")
@@ -336,10 +360,12 @@ def test_the_section_and_figure_render_and_a_run_without_the_ledger_has_neither(
     write_fixture(out / "data" / T.accuracy.file)
     text = report.render(_derived(out)).read_text()
     sec = text.split("\n## Accuracy ledger\n", 1)[1].split("\n## ", 1)[0]
-    assert ("| TX | tf32x3 | 1.400 | 98.2 | 1.60× (1.50–1.60, 3: faster) | 2.50e-07 | 3.00× "
-            "| lowbits K=4096 | – | yes |") in sec
-    assert "| TT | tf32 | 0.500 | 274.9 | 4.00× | 8.00e-04 | 2000.00× | lowbits K=4096 | – | no |" in sec
-    assert "| K12 | fp32 | 2.200 | 62.5 | 0.91× | 3.00e-06 | 3.00× | randn K=4096 | 7 | yes |" in sec
+    for row in ("| TX | tf32x3 | 1.400 | 98.2 | 1.60× (1.50–1.60, 3: faster) | 2.50e-07 | 3.00× "
+                "| lowbits K=4096 | – | yes | ledger |",
+                "| TT | tf32 | 0.500 | 274.9 | 4.00× | 8.00e-04 | 2000.00× | lowbits K=4096 | – | no "
+                "| ledger |",
+                "| K12 | fp32 | 2.200 | 62.5 | 0.91× | 3.00e-06 | 3.00× | randn K=4096 | 7 | yes | ledger |"):
+        assert row in sec, row
     assert "kernels whose error is FP32-class: **3** at K0 K12 TX" in sec
     assert "| TX | 1.00e-07 | 2.50e-07 | 1.50e-06 |" in sec  # randn 256, randn 4096, lowbits 4096
     assert (out / "figures" / "accuracy.png").is_file() and "![accuracy](figures/accuracy.png)" in sec

@@ -6,7 +6,10 @@ baseline's (cuBLAS FP32, ``registry.BASELINE``) at the same point and its ratio 
 ``summary``: per kernel its time and TFLOP/s at the speed shape (the median of its passes), its
 speed-up over the best vendor kernel there (the fastest of the registry's cuBLAS kernels in each
 pass), the median, least and greatest over the passes and the verdict they give
-(``spread.verdict``), its relative error on standard-normal
+(``spread.verdict``), where its time comes from (``speed_from``: "ledger", its own speed rows, the
+vendor's from the same rows; "run", the run's main experiment at the same shape, ``results.csv``,
+the vendor's from there too: the FP32 kernels, which the ledger does not time again unless asked),
+its relative error on standard-normal
 inputs at the middle K, its worst ratio to the baseline's error and where, its largest ulp error
 on uniform inputs (``ULP_DIST``: no sum cancels there, so no output lies near zero, where an ulp
 is tiny and any error is millions of them), and whether it is *FP32-class*: at every
@@ -52,7 +55,8 @@ def _ok(accuracy: pd.DataFrame, role: str) -> pd.DataFrame:
     for c in ("K", "rel_err", "max_ulp", "ms", "M", "N"):
         if c in d.columns:
             d[c] = pd.to_numeric(d[c], errors="coerce")
-    d = d[(d["role"] == role) & (d["status"] == "ok")].assign(pass_no=spread.passes_of(d))
+    d = d.assign(pass_no=spread.passes_of(d))
+    d = d[(d["role"] == role) & (d["status"] == "ok")]
     keys = ["kernel", "dist", "K"] if role == "error" else ["kernel", "pass_no"]
     return d.drop_duplicates(keys, keep="last")
 
@@ -82,31 +86,53 @@ def _middle_k(led: pd.DataFrame) -> int | None:
     return ks[len(ks) // 2] if ks else None
 
 
-def summary(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
-    led = ledger(accuracy)
-    timed = _ok(accuracy, "speed")
-    by_pass = {kid: dict(zip(g["pass_no"], g["ms"])) for kid, g in timed.groupby("kernel", sort=False)}
-    flops = {str(r.kernel): 2.0 * r.M * r.N * r.K for r in timed.itertuples()}
-    vendor: dict[int, float] = {}
+def _vendor(by_pass: dict[str, dict[int, float]]) -> dict[int, float]:
+    """Pass -> the fastest of the registry's cuBLAS kernels timed in it."""
+    best: dict[int, float] = {}
     for v in (k.id for k in registry.by_impl("cublas") if k.id in by_pass):
         for p, ms in by_pass[v].items():
-            vendor[p] = min(vendor.get(p, ms), ms)
+            best[p] = min(best.get(p, ms), ms)
+    return best
+
+
+def _run_speeds(times: pd.DataFrame | None, shape) -> dict[str, dict[int, float]]:
+    """Kernel -> pass -> ms of the run's main experiment (``results.csv``) where it was measured at
+    ``shape``: the FP32 kernels' speeds, which the ledger does not time again by default."""
+    if times is None or shape is None or not len(times):
+        return {}
+    main = times[times["experiment"].astype(str) == "main"]
+    at = (pd.to_numeric(main["M"]) == shape[0]) & (pd.to_numeric(main["N"]) == shape[1]) & (
+        pd.to_numeric(main["K"]) == shape[2])
+    main = main[at]
+    kids = dict.fromkeys(main["kernel"].astype(str))
+    return {kid: spread._by_pass(main, kid, "main", "main") for kid in kids}
+
+
+def summary(accuracy: pd.DataFrame, gpu, times: pd.DataFrame | None = None) -> pd.DataFrame:
+    led = ledger(accuracy)
+    timed = _ok(accuracy, "speed")
+    own = {kid: dict(zip(g["pass_no"], g["ms"])) for kid, g in timed.groupby("kernel", sort=False)}
+    shape = next(((int(r.M), int(r.N), int(r.K)) for r in timed.itertuples()), None)
+    run = _run_speeds(times, shape)
+    vendors = {"ledger": _vendor(own), "run": _vendor(run)}
     mid = _middle_k(led)
     rows = []
     precisions = dict(zip(timed["kernel"], timed["precision"]))
-    for kid in _order([*led["kernel"], *by_pass]):
+    for kid in _order([*led["kernel"], *own]):
         mine = led[led["kernel"] == kid]
-        ms = float(pd.Series(list(by_pass[kid].values())).median()) if kid in by_pass else NAN
-        med, lo, hi, n = spread.ratio(by_pass.get(kid, {}), vendor)
+        source = "ledger" if kid in own else ("run" if run.get(kid) else "")
+        by_pass = own.get(kid) or run.get(kid) or {}
+        ms = float(pd.Series(list(by_pass.values())).median()) if by_pass else NAN
+        med, lo, hi, n = spread.ratio(by_pass, vendors.get(source, {}))
         ratios = mine.dropna(subset=["vs_baseline"])
         worst = ratios.loc[ratios["vs_baseline"].idxmax()] if len(ratios) else None
         randn = mine[(mine["dist"] == "randn") & (mine["K"] == mid)]["rel_err"]
         precision = mine["precision"].iloc[0] if len(mine) else precisions[kid]
         rows.append({
             "kernel": kid, "precision": precision, "ms": ms,
-            "tflops": flops[kid] / ms / 1e9 if kid in flops and ms > 0 else NAN,
+            "tflops": 2.0 * math.prod(shape) / ms / 1e9 if shape and ms > 0 else NAN,
             "speedup_vs_vendor": med, "speedup_lo": lo, "speedup_hi": hi, "passes": n,
-            "verdict": spread.verdict(lo, hi, n) if n else "",
+            "verdict": spread.verdict(lo, hi, n) if n else "", "speed_from": source,
             "rel_err_randn": float(randn.iloc[0]) if len(randn) else NAN,
             "worst_vs_baseline": float(worst["vs_baseline"]) if worst is not None else NAN,
             "worst_dist": str(worst["dist"]) if worst is not None else "",
@@ -168,8 +194,8 @@ def _fp32_class(ratios: pd.DataFrame, led: pd.DataFrame) -> str:
     return "yes" if base_points <= set(zip(ratios["dist"], ratios["K"])) else ""
 
 
-def findings(accuracy: pd.DataFrame, gpu) -> pd.DataFrame:
-    s = summary(accuracy, gpu)
+def findings(accuracy: pd.DataFrame, gpu, times: pd.DataFrame | None = None) -> pd.DataFrame:
+    s = summary(accuracy, gpu, times)
     fp32, tf32 = gpu.peak_gflops(), gpu.tf32_peak_gflops()
     clock = f"{gpu.sm_clock_mhz:.0f} MHz"
     cls = s[s["fp32_class"] == "yes"]

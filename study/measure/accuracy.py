@@ -9,8 +9,10 @@ NaN-poisoned first, is compared with the float64 product of the same inputs
 - ``max_ulp``: the largest |C − C₆₄| in units of the FP32 spacing at C₆₄ (``ulp32``), the ulp of
   the correctly rounded FP32 result.
 
-Then each kernel is timed at ``SPEED_SHAPE`` on standard-normal inputs, after a check against
-float64 within its precision's bound (``CHECK_BOUND``), in ``--passes`` passes over the kernels
+Then the tensor-core kernels and the vendor's (every kernel with ``--speed-all``; the FP32 kernels'
+speeds are the run's own, ``results.csv``, where the run measured them at the same shape) are
+timed at ``SPEED_SHAPE`` on standard-normal inputs, after a check against float64 within their
+precision's bound (``CHECK_BOUND``), in ``--passes`` passes over the kernels
 (``experiments.PASSES``; the registry's order, then reversed, and so on: each pass its own order),
 a ``speed`` row per kernel and pass (CUDA events, L2 flushed before each repetition,
 ``bench.time_cuda``): the speed side of the speed-against-accuracy figure, and the spread of each
@@ -124,6 +126,8 @@ def parser() -> cli.Parser:
     p.add_argument("--ks", default=",".join(map(str, KS)), help=f"default {','.join(map(str, KS))}")
     p.add_argument("--passes", default=None, help=f"passes over the speed rows (default {PASSES})")
     p.add_argument("--no-speed", action="store_true", help="measure the errors only")
+    p.add_argument("--speed-all", action="store_true",
+                   help="time every kernel, not only the tensor-core and vendor kernels")
     return p
 
 
@@ -142,16 +146,16 @@ def parse(argv) -> tuple:
             raise InputError(f"--dists: unknown distribution {d!r}; known: {', '.join(DISTRIBUTIONS)}")
     ks = [cli.positive_int(k) for k in items(a.ks, "--ks", "256,4096")]
     passes = cli.positive_int(a.passes, "--passes") if a.passes is not None else PASSES
-    return out, ids, dists, ks, 0 if a.no_speed else passes
+    return out, ids, dists, ks, 0 if a.no_speed else passes, a.speed_all
 
 
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
-        out, ids, dists, ks, passes = parse(argv)
+        out, ids, dists, ks, passes, speed_all = parse(argv)
         from study.measure.decode import need_gpu
 
         need_gpu("study.accuracy")
-        return run(out, ids, dists, ks, passes)
+        return run(out, ids, dists, ks, passes, speed_all)
 
     return cli.main(body)
 
@@ -159,7 +163,14 @@ def main(argv: list[str] | None = None) -> int:
 # --- measuring -----------------------------------------------------------------------------------
 
 
-def run(out: Path, ids: list[str], dists: list[str], ks: list[int], passes: int) -> int:
+def timed_here(k) -> bool:
+    """Whether the ledger times ``k`` by default: a tensor-core kernel, or a vendor's (the
+    speed-ups' denominator); the FP32 kernels' speeds are their run's."""
+    return k.precision != "fp32" or k.impl == "cublas"
+
+
+def run(out: Path, ids: list[str], dists: list[str], ks: list[int], passes: int,
+        speed_all: bool = False) -> int:
     import torch
 
     from study.measure import bench, device
@@ -202,8 +213,9 @@ def run(out: Path, ids: list[str], dists: list[str], ks: list[int], passes: int)
                         + f" ({time.monotonic() - t0:.0f} s)")
             torch.cuda.empty_cache()
     flush = bench.L2Flush(gpu.l2_bytes) if passes else None
+    speed = [kid for kid, (k, _) in found.items() if speed_all or timed_here(k)]
     for p in range(1, passes + 1):
-        order = list(found) if p % 2 else list(reversed(found))  # each pass its own order
+        order = speed if p % 2 else list(reversed(speed))  # each pass its own order
         for kid in [kid for kid in order if (kid, "speed", "randn", str(SPEED_SHAPE[2]), str(p)) not in done]:
             row = speed_row(kid, *found[kid], flush, prov, p)
             file.append(row)

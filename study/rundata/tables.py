@@ -282,10 +282,10 @@ DERIVED = (
                            "vs_baseline"), ("kernel", "precision", "dist"), "accuracy.ledger", ("accuracy",),
        optional=True),
     _t("accuracy_summary", ("kernel", "precision", "ms", "tflops", "speedup_vs_vendor", "speedup_lo",
-                            "speedup_hi", "passes", "verdict", "rel_err_randn",
+                            "speedup_hi", "passes", "verdict", "speed_from", "rel_err_randn",
                             "worst_vs_baseline", "worst_dist", "worst_K", "max_ulp_uniform", "fp32_class"),
-       ("kernel", "precision", "verdict", "worst_dist", "fp32_class"), "accuracy.summary",
-       ("accuracy", "gpu"),
+       ("kernel", "precision", "verdict", "speed_from", "worst_dist", "fp32_class"), "accuracy.summary",
+       ("accuracy", "gpu", "times"),
        optional=True),
     # per tensor-core kernel timed: the tensor cores' floor at the TF32 peak, MMA instructions per
     # output, the pass before the product and its floor at the copy roof, the tiles' bytes into
@@ -295,7 +295,8 @@ DERIVED = (
                        "tile_gb", "tile_tbps"), ("kernel", "precision", "tile", "prepass"),
        "accuracy.tc_ledger", ("accuracy", "gpu"), optional=True),
     _t("accuracy_findings", ("id", "finding", "value", "unit", "where", "note"),
-       ("id", "finding", "unit", "where", "note"), "accuracy.findings", ("accuracy", "gpu"), optional=True),
+       ("id", "finding", "unit", "where", "note"), "accuracy.findings", ("accuracy", "gpu", "times"),
+       optional=True),
 )
 
 ALL = MEASURED + SEED + DERIVED

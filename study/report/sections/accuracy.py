@@ -38,10 +38,12 @@ def section_accuracy(run: Run) -> list[str] | None:
         "[0, 1); 2^u, u uniform on ±20, random sign; ±(1 + u 2^-10), whose differences lie below "
         "TF32's mantissa) at M = N = 1024 and K = 256, 4096, 16384, its output NaN-poisoned, against "
         "the float64 product: the relative error ‖C − C₆₄‖/‖C₆₄‖ and the largest error in ulps of the "
-        "FP32 result; then timed at 4096³ on randn inputs in passes, each its own kernel order (the "
-        "speed-up over the best vendor kernel of each pass: its median, least and greatest). TT, TX "
-        "and KX run on the tensor cores (TF32, 3×TF32 in Triton, 3×TF32 on wgmma); every other kernel "
-        "multiplies in FP32.",
+        "FP32 result. The tensor-core and vendor kernels are timed at 4096³ on randn inputs in "
+        "passes, each its own kernel order (*timed in* the ledger); the FP32 kernels' times are the "
+        "run's main experiment's at that shape (*timed in* the run), each against the vendor's of "
+        "the same rows: the speed-up over the best vendor kernel of each pass, its median, least and "
+        "greatest. TT, TX and KX run on the tensor cores (TF32, 3×TF32 in Triton, 3×TF32 on wgmma); "
+        "every other kernel multiplies in FP32.",
         "",
     ]
     lines += findings(run, FINDINGS, "the accuracy ledger's findings", UNITS)
@@ -49,11 +51,13 @@ def section_accuracy(run: Run) -> list[str] | None:
              _e(r.rel_err_randn), num(r.worst_vs_baseline, "{:.2f}×"),
              f"{r.worst_dist} K={int(r.worst_K)}" if r.worst_K == r.worst_K else "–",
              num(r.max_ulp_uniform, "{:.3g}"),
-             r.fp32_class if isinstance(r.fp32_class, str) and r.fp32_class else "–"]
+             r.fp32_class if isinstance(r.fp32_class, str) and r.fp32_class else "–",
+             r.speed_from if isinstance(r.speed_from, str) and r.speed_from else "–"]
             for r in s.itertuples()]
     lines += md(["kernel", "precision", "ms at 4096³", "TFLOP/s", "over best vendor (min–max, passes)",
                  "rel. error (randn)",
-                 "worst vs cuBLAS FP32", "where", "max ulp error (uniform)", "FP32-class"], rows)
+                 "worst vs cuBLAS FP32", "where", "max ulp error (uniform)", "FP32-class", "timed in"],
+                rows)
     led = run.tables.get(LEDGER)
     if led is not None:
         keys = list(dict.fromkeys(zip(led["dist"].astype(str), led["K"].astype(int))))
