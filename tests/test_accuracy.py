@@ -277,6 +277,25 @@ def test_the_ledger_times_the_tensor_core_and_vendor_kernels_by_default():
     assert timed == ["K0", "K0L", "TT", "TX", "KX"]
 
 
+def test_the_plan_measures_what_is_missing_in_its_order(tmp_path):
+    found = {kid: (registry.get(kid), None) for kid in ("K0", "K12", "TX")}
+    opts = acc.Options(tmp_path, list(found), ["randn", "wide"], [256, 4096], passes=3)
+    done = {("K12", "error", "randn", "256", ""), ("K0", "error", "wide", "4096", ""),
+            ("K12", "error", "wide", "4096", ""), ("TX", "error", "wide", "4096", ""),
+            ("TX", "speed", "randn", "4096", "2")}
+    todo = acc.plan(opts, found, done)
+    assert todo == [
+        ("error", ("randn", 256, ["K0", "TX"]), None), ("error", ("randn", 4096, ["K0", "K12", "TX"]), None),
+        ("error", ("wide", 256, ["K0", "K12", "TX"]), None),  # wide 4096: all there
+        ("speed", 1, "K0"), ("speed", 1, "TX"), ("speed", 2, "K0"),  # pass 2 reversed; TX's there
+        ("speed", 3, "K0"), ("speed", 3, "TX"),
+    ]
+    every = acc.plan(acc.Options(tmp_path, list(found), ["randn"], [256], passes=1, speed_all=True), found,
+                     set())
+    assert [t[2] for t in every if t[0] == "speed"] == ["K0", "K12", "TX"]
+    assert not [t for t in acc.plan(acc.Options(tmp_path, [], [], [], passes=0), found, set())]
+
+
 def test_a_kernel_missing_a_point_is_not_called_fp32_class(rows):
     fewer = rows[~((rows["kernel"] == "K12") & (rows["dist"] == "lowbits"))]
     s = da.summary(fewer, GPU(**TEST_GPU)).set_index("kernel")
@@ -386,6 +405,7 @@ def _derived(out: Path) -> Path:
     (("--out", "{tmp}", "--ks", "0"), ("0",)),
     (("--out", "{tmp}", "--ks", "256,,4096"), ("--ks",)),
     (("--out", "{tmp}", "--passes", "0"), ("--passes",)),
+    (("--out", "{tmp}", "--budget-s", "0"), ("--budget-s",)),
 ])
 def test_bad_input_is_one_line(tmp_path, args, words):
     p = cli("study.accuracy", *(a.format(tmp=tmp_path / "o") for a in args))

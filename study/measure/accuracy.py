@@ -21,7 +21,9 @@ kernel's speed-up over the passes.
 A kernel that cannot run here (K0L without nvmath-python, a tensor-core kernel on a GPU without
 TF32 tensor cores) is left out with one line. Rows go to ``DIR/data/accuracy.csv`` as they are
 measured, with the provenance every results row carries; a file that holds rows already is
-continued (``study.measure.decode.held_keys``: the same GPU, versions and commit, else refused).
+continued (``study.measure.decode.held_keys``: the same GPU, versions and commit, else refused);
+``--budget-s`` starts no measurement after that many seconds (the same command again measures the
+rest).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from study import cli
@@ -128,10 +131,24 @@ def parser() -> cli.Parser:
     p.add_argument("--no-speed", action="store_true", help="measure the errors only")
     p.add_argument("--speed-all", action="store_true",
                    help="time every kernel, not only the tensor-core and vendor kernels")
+    p.add_argument("--budget-s", default=None, help="start no measurement after this many seconds")
     return p
 
 
-def parse(argv) -> tuple:
+@dataclass(frozen=True)
+class Options:
+    """What one command asks for, checked."""
+
+    out: Path
+    ids: list[str]
+    dists: list[str]
+    ks: list[int]
+    passes: int  # passes over the speed rows; 0: none (--no-speed)
+    speed_all: bool = False  # time every kernel, not only the tensor-core and vendor kernels
+    budget_s: float | None = None  # start no measurement after this many seconds
+
+
+def parse(argv) -> Options:
     from study import kernels as registry
     from study.measure.decode import items
 
@@ -146,16 +163,17 @@ def parse(argv) -> tuple:
             raise InputError(f"--dists: unknown distribution {d!r}; known: {', '.join(DISTRIBUTIONS)}")
     ks = [cli.positive_int(k) for k in items(a.ks, "--ks", "256,4096")]
     passes = cli.positive_int(a.passes, "--passes") if a.passes is not None else PASSES
-    return out, ids, dists, ks, 0 if a.no_speed else passes, a.speed_all
+    budget = None if a.budget_s is None else cli.positive_float(a.budget_s, "--budget-s")
+    return Options(out, ids, dists, ks, 0 if a.no_speed else passes, a.speed_all, budget)
 
 
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
-        out, ids, dists, ks, passes, speed_all = parse(argv)
+        opts = parse(argv)
         from study.measure.decode import need_gpu
 
         need_gpu("study.accuracy")
-        return run(out, ids, dists, ks, passes, speed_all)
+        return run(opts)
 
     return cli.main(body)
 
@@ -169,17 +187,37 @@ def timed_here(k) -> bool:
     return k.precision != "fp32" or k.impl == "cublas"
 
 
-def run(out: Path, ids: list[str], dists: list[str], ks: list[int], passes: int,
-        speed_all: bool = False) -> int:
+def plan(opts: Options, found: dict, done: set) -> list[tuple]:
+    """What is left to measure, in order: each (distribution, K) with the kernels of ``found``
+    (id -> (entry, launch)) it lacks, as ("error", (dist, K, ids), None); then the speed rows, pass
+    by pass (the kernels in ``found``'s order, reversed in every other pass), as ("speed", pass,
+    id), of the kernels ``timed_here`` (every one with ``speed_all``). What ``done`` holds (its
+    ``KEYS``, as the file's text) is left out."""
+    todo: list[tuple] = []
+    for dist in opts.dists:
+        for K in opts.ks:
+            kids = [kid for kid in found if (kid, "error", dist, str(K), "") not in done]
+            if kids:
+                todo.append(("error", (dist, K, kids), None))
+    speed = [kid for kid, (k, _) in found.items() if opts.speed_all or timed_here(k)]
+    for p in range(1, opts.passes + 1):
+        for kid in speed if p % 2 else list(reversed(speed)):
+            if (kid, "speed", "randn", str(SPEED_SHAPE[2]), str(p)) not in done:
+                todo.append(("speed", p, kid))
+    return todo
+
+
+def run(opts: Options) -> int:
     import torch
 
+    from study import kernels as registry
     from study.measure import bench, device
     from study.measure.decode import held_keys, launchers
     from study.rundata import results, rundir
     from study.rundata.rundir import RunDir
 
     gpu = device.from_device()
-    rd = RunDir(out)
+    rd = RunDir(opts.out)
     rd.claim_measurement(rundir.identity(gpu.name, gpu.cc, gpu.sms), resume=True)
     prov = results.provenance(gpu, results.new_run_id())
     path = rd.file(tables.T.accuracy)
@@ -188,10 +226,8 @@ def run(out: Path, ids: list[str], dists: list[str], ks: list[int], passes: int,
     file = results.ResultsFile(path, COLUMNS)
     if done:
         cli.say(f"{path}: {len(done)} rows already there; measuring what is missing")
-    from study import kernels as registry
-
     runnable = []
-    for kid in ids:  # what the hardware lacks is said before anything is launched
+    for kid in opts.ids:  # what the hardware lacks is said before anything is launched
         why = refusal(registry.get(kid), gpu.cc)
         if why:
             cli.say(f"{kid}: {why}; left out")
@@ -199,28 +235,30 @@ def run(out: Path, ids: list[str], dists: list[str], ks: list[int], passes: int,
             runnable.append(kid)
     found = launchers(runnable, PROBE_SHAPE, "the accuracy ledger")
     t0 = time.monotonic()
+    deadline = math.inf if opts.budget_s is None else t0 + opts.budget_s
     n = 0
-    for dist in dists:
-        for K in ks:
-            todo = [kid for kid in found if (kid, "error", dist, str(K), "") not in done]
-            if todo:
-                rows = error_point(dist, K, todo, found, file, prov)
-                n += len(rows)
-                ok = [r for r in rows if r["status"] == "ok"]
-                worst = max(ok, key=lambda r: r["rel_err"]) if ok else None
-                cli.say(f"{dist} K={K}: {len(ok)} of {len(rows)} kernels measured"
-                        + (f", largest error {worst['kernel']} {worst['rel_err']:.2e}" if worst else "")
-                        + f" ({time.monotonic() - t0:.0f} s)")
+    todo = plan(opts, found, done)
+    flush = bench.L2Flush(gpu.l2_bytes) if opts.passes else None
+    for role, a, b in todo:  # ("error", (dist, K, kernels), None) or ("speed", pass, kernel)
+        if time.monotonic() >= deadline:
+            cli.say(f"--budget-s {opts.budget_s:g}: stopped after {time.monotonic() - t0:.0f} s; run again "
+                    f"with --out {opts.out} to measure the rest")
+            break
+        if role == "error":
+            dist, K, kids = a
+            rows = error_point(dist, K, kids, found, file, prov)
+            n += len(rows)
+            ok = [r for r in rows if r["status"] == "ok"]
+            worst = max(ok, key=lambda r: r["rel_err"]) if ok else None
+            cli.say(f"{dist} K={K}: {len(ok)} of {len(rows)} kernels measured"
+                    + (f", largest error {worst['kernel']} {worst['rel_err']:.2e}" if worst else "")
+                    + f" ({time.monotonic() - t0:.0f} s)")
             torch.cuda.empty_cache()
-    flush = bench.L2Flush(gpu.l2_bytes) if passes else None
-    speed = [kid for kid, (k, _) in found.items() if speed_all or timed_here(k)]
-    for p in range(1, passes + 1):
-        order = speed if p % 2 else list(reversed(speed))  # each pass its own order
-        for kid in [kid for kid in order if (kid, "speed", "randn", str(SPEED_SHAPE[2]), str(p)) not in done]:
-            row = speed_row(kid, *found[kid], flush, prov, p)
+        else:
+            row = speed_row(b, *found[b], flush, prov, a)
             file.append(row)
             n += 1
-            cli.say(f"pass {p}: {kid} at {'x'.join(map(str, SPEED_SHAPE))}: "
+            cli.say(f"pass {a}: {b} at {'x'.join(map(str, SPEED_SHAPE))}: "
                     + (f"{row['ms']:.3f} ms" if row["status"] == "ok" else f"{row['status']}: {row['note']}"))
     cli.say(f"accuracy ledger: {n} rows in {time.monotonic() - t0:.0f} s -> {path}")
     return 0
