@@ -412,6 +412,21 @@ def test_bad_input_is_one_line(tmp_path, args, words):
     refused(p, *words)
 
 
+def test_a_tensor_core_kernels_time_is_bounded_by_the_tf32_peak():
+    """1.2 ms at 4096^3 is 115 TFLOP/s: above the Test GPU's FP32 peak (66.9), below its TF32 peak
+    (535); 0.2 ms (687 TFLOP/s) is above both."""
+    from study.derive import validate
+    from study.errors import InputError
+
+    base = {"experiment": "main", "label": "main", "M": 4096, "N": 4096, "K": 4096, "rel_err": 1e-7}
+    gpu = GPU(**TEST_GPU)
+    validate.check_rows(pd.DataFrame([{**base, "kernel": "KX", "ms": 1.2}]), gpu, "t")
+    with pytest.raises(InputError, match="above the FP32 peak"):
+        validate.check_rows(pd.DataFrame([{**base, "kernel": "K12", "ms": 1.2}]), gpu, "t")
+    with pytest.raises(InputError, match="above the TF32 tensor-core peak"):
+        validate.check_rows(pd.DataFrame([{**base, "kernel": "KX", "ms": 0.2}]), gpu, "t")
+
+
 def test_the_study_run_leaves_the_tensor_core_kernels_to_this_command(tmp_path):
     p = cli("study.run", "--kernels", "K0,TX,KX", "--out", str(tmp_path / "o"))
     refused(p, "TX, KX", "study.accuracy")

@@ -100,7 +100,6 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
     rel = pd.to_numeric(rows["rel_err"], errors="coerce") if "rel_err" in rows.columns else None
     peak = gpu.peak_gflops()
     # a tensor-core kernel (registry.TENSOR_CORE) is bound by the TF32 tensor-core peak instead
-    tc_peak = gpu.tf32_peak_gflops()
     on_tc = {k.id for k in registry.TENSOR_CORE}
     for i in range(len(rows)):
         k, shape = kernel.iat[i], (int(dims["M"].iat[i]), int(dims["N"].iat[i]), int(dims["K"].iat[i]))
@@ -122,7 +121,7 @@ def check_rows(rows: pd.DataFrame, gpu, where: str) -> None:
                 f"(a day), got {ledgers.plain(rows['ms'].iat[i])}"
             )
         speed = ledgers.gflops(*shape, t)
-        limit, what = (tc_peak, "TF32 tensor-core") if k in on_tc else (peak, "FP32")
+        limit, what = (gpu.tf32_peak_gflops(), "TF32 tensor-core") if k in on_tc else (peak, "FP32")
         if speed > limit:
             raise InputError(
                 f"{at}: {t:g} ms is {speed:,.0f} GFLOP/s, above the {what} peak of the {gpu.name} "
