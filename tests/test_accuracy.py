@@ -427,6 +427,11 @@ def test_a_tensor_core_kernels_time_is_bounded_by_the_tf32_peak():
         validate.check_rows(pd.DataFrame([{**base, "kernel": "KX", "ms": 0.2}]), gpu, "t")
 
 
+def test_the_model_refuses_the_tensor_core_kernels_in_one_line():
+    for kid in ("KX", "TX"):
+        refused(cli("study.predict", "--kernel", kid, "--shape", "4096,4096,4096"), kid, "tensor cores")
+
+
 def test_the_study_run_leaves_the_tensor_core_kernels_to_this_command(tmp_path):
     p = cli("study.run", "--kernels", "K0,TX,KX", "--out", str(tmp_path / "o"))
     refused(p, "TX, KX", "study.accuracy")

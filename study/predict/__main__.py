@@ -69,6 +69,9 @@ def registered(kid: str, shape, arch: str, child=None, config: dict | None = Non
         raise InputError(f"--config: {kid} is not autotuned; its launch is its registration's")
     if check.tiled_triton(k):
         return triton_tiled(k, shape, arch, child, config)
+    if k.precision != "fp32":
+        raise InputError(f"--kernel {kid}: it multiplies on the tensor cores, and the model prices the FP32 "
+                         "FMA units only")
     if not check.predictable(kid):
         raise InputError(f"--kernel {kid}: predicted so far for the CUDA kernels and the tiled Triton "
                          "kernels (use --cu for others)")
