@@ -1,7 +1,7 @@
 """The accuracy ledger (`docs/method.md#accuracy-ledger`): every kernel's error against float64 on
-four input distributions and three K, its speed, and which kernels are FP32-class. Renders
-accuracy_summary.csv, accuracy_ledger.csv and accuracy_findings.csv; computes nothing. A run without
-the ledger has no such section (``None``)."""
+four input distributions and three K, its speed, which kernels are FP32-class, and the tensor-core
+kernels' ledger. Renders accuracy_summary.csv, accuracy_ledger.csv, accuracy_findings.csv and
+accuracy_tc.csv; computes nothing. A run without the ledger has no such section (``None``)."""
 
 from __future__ import annotations
 
