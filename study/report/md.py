@@ -16,8 +16,8 @@ from study.rundata.rows import by_kernel, experiment_rows  # noqa: F401
 
 __all__ = [
     "BOUND_NAMES", "NOT_IN_RUN", "by_kernel", "col", "comparison", "config_text", "experiment_rows",
-    "gpu_name", "md", "missing", "num", "op_name", "prov", "prov_col", "ratio_range", "shape", "short",
-    "spaced", "spread_text", "truthy",
+    "findings", "gpu_name", "md", "missing", "num", "op_name", "prov", "prov_col", "ratio_range", "shape",
+    "short", "spaced", "spread_text", "truthy",
 ]
 
 # the bound model's resources (model_errors.csv / bounds.csv ``bound``) as the report names them
@@ -139,3 +139,21 @@ def spread_text(row, fmt: str = "{:.3f}×") -> str:
         return f"{med} (one pass)"
     return (f"{med} ({num(row['ratio_lo'], fmt)}–{num(row['ratio_hi'], fmt)} over {int(row['passes'])} "
             f"passes: {row['verdict']})")
+
+
+def findings(run: Run, key: str, what: str, units: dict) -> list[str]:
+    """A panel's findings table ``key`` as bullets: each finding, its value in its unit's format
+    (``units``), where, over how many points and its note."""
+    f = run.tables.get(key)
+    if f is None:
+        return missing(what, run.missing.get(key, f"{key}.csv has no rows"))
+    out = []
+    for r in f.itertuples():
+        value = num(r.value, units.get(str(r.unit), "{:g}"))
+        where = f" at {r.where}" if isinstance(r.where, str) and r.where.strip() else ""
+        points = getattr(r, "points", math.nan)
+        about = [f"over {int(points)} points"] if points == points else []
+        about += [r.note] if isinstance(r.note, str) and r.note.strip() else []
+        tail = f" ({'; '.join(about)})" if about else ""
+        out.append(f"- **Finding:** {r.finding}: **{value}**{where}{tail}")
+    return [*out, ""]

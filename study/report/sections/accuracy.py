@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from study.report.figures import figref, in_run
 from study.report.load import Run
-from study.report.md import md, missing, num
-from study.report.sections.decode import findings
+from study.report.md import findings, md, missing, num
 
 SUMMARY, LEDGER, FINDINGS, TC = "accuracy_summary", "accuracy_ledger", "accuracy_findings", "accuracy_tc"
 UNITS = {"×": "{:.2f}×", "TFLOP/s": "{:.1f} TFLOP/s", "kernels": "{:.0f}"}

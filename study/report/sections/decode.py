@@ -5,11 +5,9 @@ such section (``None``)."""
 
 from __future__ import annotations
 
-import math
-
 from study.report.figures import figref, in_run
 from study.report.load import Run
-from study.report.md import md, missing, num
+from study.report.md import findings, md, missing, num
 
 SUMMARY, FINDINGS = "decode_summary", "decode_findings"
 UNITS = {"×": "{:.3f}×", "points": "{:.0f}", "s": "{:.0f} s", "µs": "{:.1f} µs"}
@@ -55,21 +53,3 @@ def section_decode(run: Run) -> list[str] | None:
                  "OP host µs, slowest pass", "OP end-to-end µs", "K0 GPU µs", "K0 host µs",
                  "K0 end-to-end µs"], calls)
     return lines + figref(run, "decode")
-
-
-def findings(run: Run, key: str, what: str, units: dict) -> list[str]:
-    """A panel's findings table ``key`` as bullets: each finding, its value in its unit's format
-    (``units``), where, over how many points and its note."""
-    f = run.tables.get(key)
-    if f is None:
-        return missing(what, run.missing.get(key, f"{key}.csv has no rows"))
-    out = []
-    for r in f.itertuples():
-        value = num(r.value, units.get(str(r.unit), "{:g}"))
-        where = f" at {r.where}" if isinstance(r.where, str) and r.where.strip() else ""
-        points = getattr(r, "points", math.nan)
-        about = [f"over {int(points)} points"] if points == points else []
-        about += [r.note] if isinstance(r.note, str) and r.note.strip() else []
-        tail = f" ({'; '.join(about)})" if about else ""
-        out.append(f"- **Finding:** {r.finding}: **{value}**{where}{tail}")
-    return [*out, ""]
