@@ -5,7 +5,8 @@ rendered:
 
     <!--q ledgers.csv pct_cublas kernel=K12 experiment=main-->101.3%
 
-(the file under reports/data/, the column, and the key=value pairs that pick one row; ``scale=``
+(the file under reports/data/, or a path from the repository's root for an experiment's data
+under docs/, the column, and the key=value pairs that pick one row; ``scale=``
 multiplies the cell, e.g. 1000 for ms printed in µs). The number right after the marker (after
 any ``**``) must equal the cell at its printed rounding. Inside README's section on the
 reference run every number with a decimal point carries a marker, so a figure cannot be quoted
@@ -49,7 +50,7 @@ def printed(text: str) -> tuple[float, int]:
 
 
 def cell(file: str, column: str, keys: str) -> float:
-    df = pd.read_csv(DATA / file)
+    df = pd.read_csv(REPO / file if "/" in file else DATA / file)
     pairs = dict(kv.split("=", 1) for kv in keys.split())
     scale = float(pairs.pop("scale", 1))
     for k, v in pairs.items():

@@ -12,7 +12,7 @@ thread (FFMAs per shared-memory load), registers (they cap the resident blocks),
 depth (shared memory, which caps them too) and enough blocks to fill the 132 SMs. On the
 H200 at 4096^3 a wide sweep (``python -m study.sweep``: 298 tiles x depths x warp counts,
 then program order and register caps of the 8 fastest, Triton 3.6; its rows are in
-``reports/data/sweep.csv``, its figures in ``docs/notes/ta.md``) found a plateau, not a peak:
+``docs/notes/ta/data/sweep.csv``, its figures in ``docs/notes/ta.md``) found a plateau, not a peak:
 64x64 tiles on 4 warps (32 outputs per thread, BK 16 or 64), 128x64 and 64x128 on 4 warps (64
 per thread) and 128x64 on 8 warps all land together, below cuBLAS FP32; 1 stage, 128 outputs
 per thread and 16 per thread fall below the plateau. Nsight Compute
