@@ -66,10 +66,10 @@ def test_cli_without_a_gpu_measures_nothing(tmp_path):
 
 
 def test_recorded_h200_sweep_backs_the_ta_space():
-    """reports/data/sweep.csv (an H200 run of this sweep) holds what TA's docstring says of it."""
+    """docs/notes/ta/data/sweep.csv (an H200 run of this sweep) holds what TA's docstring says of it."""
     from triton_kernels import ta_autotuned as ta
 
-    df = pd.read_csv(REPO / "reports" / "data" / "sweep.csv")
+    df = pd.read_csv(REPO / "docs" / "notes" / "ta" / "data" / "sweep.csv")
     assert set(sweep.COLUMNS) <= set(df.columns)
     ok = df[(df["status"] == "ok") & (df["round"].astype(str) != "cublas")]
     assert (ok["rel_err"] <= 1e-5).all()
