@@ -51,6 +51,37 @@ int sgemm_register_kernel(const SgemmKernelInfo &info);
 
 __host__ __device__ static inline int sgemm_cdiv(int a, int b) { return (a + b - 1) / b; }
 
+// A launch that splits K across blocks so that the grid keeps enough loads in flight (KD's
+// streaming GEMV): each output tile gets `splits` blocks along K, and the kernel takes
+// SGEMM_SPLIT_K_PARAMS (the split count, then the workspace of the parts and the tiles' tickets).
+// SGEMM_SPLIT_K(symbol, BLOCK_BYTES, INFLIGHT_BYTES, MAX_SPLITS, CHUNK_K), in the .cu before its
+// launcher, states the rule's terms once: the launcher reads them from the constant it defines,
+// and study/kernels/registration.py reads the same line so that a prediction launches the grid
+// the launcher does (SplitK.count there is sgemm_split_count here; a CPU test compiles this one
+// and compares them).
+#define SGEMM_SPLIT_K_PARAMS \
+    SGEMM_KERNEL_PARAMS, int splits, float *__restrict__ ws, unsigned *__restrict__ tickets
+
+struct SgemmSplitK {
+    long long block_bytes;     // bytes of loads one block keeps in flight
+    long long inflight_bytes;  // bytes in flight per SM that the splits bring the grid to
+    int max_splits;            // the most splits of K
+    int chunk_k;               // the least K a split takes (one staged chunk of A)
+};
+
+// The splits for `tiles` output tiles on `sms` SMs at this K: the fewest whose blocks' loads in
+// flight reach inflight_bytes per SM, at most max_splits and one chunk_k of K per split, at least 1.
+static inline int sgemm_split_count(const SgemmSplitK &s, long long tiles, int sms, int K) {
+    const long long want = (s.inflight_bytes * sms + s.block_bytes - 1) / s.block_bytes;
+    long long splits = (want + tiles - 1) / tiles;
+    const int most = s.max_splits < sgemm_cdiv(K, s.chunk_k) ? s.max_splits : sgemm_cdiv(K, s.chunk_k);
+    if (splits > most) splits = most;
+    return splits < 1 ? 1 : (int)splits;
+}
+
+#define SGEMM_SPLIT_K(sym, block_bytes, inflight_bytes, max_splits, chunk_k) \
+    [[maybe_unused]] static constexpr SgemmSplitK sgemm_split_##sym{(block_bytes), (inflight_bytes), (max_splits), (chunk_k)};
+
 // Lets `kernel` take `bytes` of dynamic shared memory on the current device: past the default
 // 48 KiB a kernel must opt in, with a function attribute that lasts as long as the device's
 // context. `allowed` is the calling launcher's record of what each device allows already, so the

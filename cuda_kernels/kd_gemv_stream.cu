@@ -54,7 +54,7 @@
 #define KD_THREADS (KD_TX * KD_TG)
 #define KD_BN (4 * KD_TX)
 
-#define KD_PARAMS SGEMM_KERNEL_PARAMS, int splits, float *__restrict__ ws, unsigned *__restrict__ tickets
+#define KD_PARAMS SGEMM_SPLIT_K_PARAMS
 
 template <int MT, int TX, int TG, int UNROLL>
 __device__ __forceinline__ void kd_body(int M, int N, int K, float alpha, const float *__restrict__ A,
@@ -234,22 +234,24 @@ KD_KERNEL(kd_gemv_m2, 2, KD_UNROLL_FEW)
 KD_KERNEL(kd_gemv_m4, 4, KD_UNROLL_MANY)
 KD_KERNEL(kd_gemv_m8, 8, KD_UNROLL_MANY)
 
-// The launch of one of them: tiles of MT rows x BN columns, each given `splits` blocks along K:
-// the fewest for which the grid's loads of B in flight (THREADS * 4 * unroll LDG.128 a block)
-// reach INFLIGHT_BYTES per SM, at least one staged chunk of A (TG * unroll float4 of k) per
-// split, at most MAX_SPLITS. Where the workspace cannot be had (out of memory), nothing is
-// launched and the caller sees C unwritten.
+// The split of K each entry point's launch makes (SGEMM_SPLIT_K, common.cuh): a block keeps
+// THREADS * 4 * unroll LDG.128 of B in flight; the grid is split until those reach INFLIGHT_BYTES
+// per SM, at least one staged chunk of A (TG * unroll float4 of k) per split, at most MAX_SPLITS.
+SGEMM_SPLIT_K(kd_gemv_m1, KD_THREADS * 4 * KD_UNROLL_FEW * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS, 4 * KD_TG * KD_UNROLL_FEW)
+SGEMM_SPLIT_K(kd_gemv_m2, KD_THREADS * 4 * KD_UNROLL_FEW * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS, 4 * KD_TG * KD_UNROLL_FEW)
+SGEMM_SPLIT_K(kd_gemv_m4, KD_THREADS * 4 * KD_UNROLL_MANY * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS, 4 * KD_TG * KD_UNROLL_MANY)
+SGEMM_SPLIT_K(kd_gemv_m8, KD_THREADS * 4 * KD_UNROLL_MANY * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS, 4 * KD_TG * KD_UNROLL_MANY)
+
+// The launch of one of them: tiles of MT rows x BN columns, each given the rule's splits along K.
+// Where the workspace cannot be had (out of memory), nothing is launched and the caller sees C
+// unwritten.
 typedef void (*KdStreamKernel)(KD_PARAMS);
-template <int MT, int UNROLL>
-static void kd_stream_launch(KdStreamKernel kernel, int M, int N, int K, float alpha, const float *A,
-                             const float *B, float beta, float *C, cudaStream_t stream) {
-    constexpr long long block_bytes = (long long)KD_THREADS * 4 * UNROLL * 16;
+template <int MT>
+static void kd_stream_launch(KdStreamKernel kernel, const SgemmSplitK &rule, int M, int N, int K, float alpha,
+                             const float *A, const float *B, float beta, float *C, cudaStream_t stream) {
     KdWorkspace &w = kd_device();
     const int tiles = sgemm_cdiv(N, KD_BN) * sgemm_cdiv(M, MT);
-    const long long want = ((long long)KD_INFLIGHT_BYTES * w.sms + block_bytes - 1) / block_bytes;
-    int splits = (int)((want + tiles - 1) / tiles);
-    splits = min(splits, min(KD_MAX_SPLITS, sgemm_cdiv(K / 4, KD_TG * UNROLL)));
-    if (splits < 1) splits = 1;
+    const int splits = sgemm_split_count(rule, tiles, w.sms, K);
     if (splits > 1 && !kd_reserve(w, (size_t)splits * M * N * sizeof(float), (size_t)tiles, stream)) return;
     kernel<<<dim3(tiles * splits), dim3(KD_THREADS), 0, stream>>>(M, N, K, alpha, A, B, beta, C, splits, w.ws,
                                                                  w.tickets);
@@ -257,19 +259,19 @@ static void kd_stream_launch(KdStreamKernel kernel, int M, int N, int K, float a
 
 void launch_kd_gemv_m1(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
                        cudaStream_t stream) {
-    kd_stream_launch<1, KD_UNROLL_FEW>(kd_gemv_m1, M, N, K, alpha, A, B, beta, C, stream);
+    kd_stream_launch<1>(kd_gemv_m1, sgemm_split_kd_gemv_m1, M, N, K, alpha, A, B, beta, C, stream);
 }
 void launch_kd_gemv_m2(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
                        cudaStream_t stream) {
-    kd_stream_launch<2, KD_UNROLL_FEW>(kd_gemv_m2, M, N, K, alpha, A, B, beta, C, stream);
+    kd_stream_launch<2>(kd_gemv_m2, sgemm_split_kd_gemv_m2, M, N, K, alpha, A, B, beta, C, stream);
 }
 void launch_kd_gemv_m4(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
                        cudaStream_t stream) {
-    kd_stream_launch<4, KD_UNROLL_MANY>(kd_gemv_m4, M, N, K, alpha, A, B, beta, C, stream);
+    kd_stream_launch<4>(kd_gemv_m4, sgemm_split_kd_gemv_m4, M, N, K, alpha, A, B, beta, C, stream);
 }
 void launch_kd_gemv_m8(int M, int N, int K, float alpha, const float *A, const float *B, float beta, float *C,
                        cudaStream_t stream) {
-    kd_stream_launch<8, KD_UNROLL_MANY>(kd_gemv_m8, M, N, K, alpha, A, B, beta, C, stream);
+    kd_stream_launch<8>(kd_gemv_m8, sgemm_split_kd_gemv_m8, M, N, K, alpha, A, B, beta, C, stream);
 }
 
 // BM: the rows of C a block computes (MT); BN its columns; BK 0: no K-tile of B in shared memory.

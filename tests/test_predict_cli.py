@@ -128,6 +128,19 @@ def test_a_balanced_kernel_is_one_wave_of_a_block_per_sm():
 
 
 @needs_tools
+@pytest.mark.parametrize("M, blocks", [(1, 224), (4, 448)])
+def test_a_streaming_launch_is_predicted_with_the_splits_it_makes(M, blocks):
+    """KD's streaming path at M x 3584 x 18944 (Qwen2.5-7B's down projection): 56 tiles of 64
+    columns, and K split until 48 KiB of loads are in flight per SM on the 132 SMs: at M = 1 a
+    block keeps 128 threads x 4 x 4 loads of 16 bytes = 32 KiB in flight, so 198 blocks, 4 splits,
+    224 blocks; at M = 4, 16 KiB a block, 396 blocks, 8 splits, 448; the registration alone says 56."""
+    p = run("--kernel", "KD", "--shape", f"{M},3584,18944", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["grid"] == [blocks, 1, 1] and r["waves"] == 1
+
+
+@needs_tools
 def test_a_tiled_triton_kernel_is_predicted_from_its_tile():
     """G12: one program per 128 x 256 tile of C, compiled here (Triton's AOT) as the SASS table
     compiles it: 512 programs at 4096^3. Its loop's compare allows one pass fewer than the FFMAs

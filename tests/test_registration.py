@@ -206,6 +206,46 @@ def test_registration_refuses_a_bad_file_by_name(tmp_path, body, why):
     assert path.name in str(e.value)
 
 
+def test_a_split_line_gives_its_path_the_terms_of_its_launch(tmp_path):
+    path = _cu(tmp_path, (
+        "#define KX_T 128\n"
+        "SGEMM_SPLIT_K(kx, KX_T * 4 * 16, 3 * 16384, 8, 2 * KX_T)\n"
+        "SGEMM_REGISTER(kx, 1, 64, 0, KX_T, SGEMM_VEC4)\nSGEMM_REGISTER(ky, 1, 64, 0, KX_T, SGEMM_VEC4)\n"))
+    kx, ky = registration.read_registrations(path)
+    assert kx.split == registration.SplitK(8192, 49152, 8, 256) and ky.split is None
+    # 49152 B x 132 SMs over 8192 B a block: 792 blocks; over 56 tiles, 15 splits, capped at 8
+    assert kx.split.count(56, 132, 4096) == 8
+    assert kx.split.count(792, 132, 4096) == 1 and kx.split.count(10**6, 132, 4096) == 1
+    assert kx.split.count(56, 132, 512) == 2  # one 256-deep chunk of K per split at least
+
+
+@pytest.mark.parametrize("body, why", [
+    ("SGEMM_SPLIT_K(kz, 1, 1, 1, 1)\n", "names kz, which no SGEMM_REGISTER line registers"),
+    ("SGEMM_SPLIT_K(kx, 1, 1, 1)\n", "takes 5 arguments"),
+    ("SGEMM_SPLIT_K(kx, 1, 0, 1, 1)\n", "needs every term >= 1"),
+    ("SGEMM_SPLIT_K(kx, 1, 1, 1, 1)\nSGEMM_SPLIT_K(kx, 2, 1, 1, 1)\n", "names kx more than once"),
+])
+def test_a_bad_split_line_is_refused_by_name(tmp_path, body, why):
+    path = _cu(tmp_path, body + "SGEMM_REGISTER(kx, 1, 64, 0, 128, 0)\n")
+    with pytest.raises(InputError, match=re.escape(why)) as e:
+        registration.read_registrations(path)
+    assert path.name in str(e.value)
+
+
+def test_kd_streaming_paths_state_their_split():
+    """KD's streaming entry points split K; its tiled ones do not (they are balanced). A block of
+    16 x 8 threads keeps 4 loads of 16 bytes per 4-k step in flight, 4 steps at MT = 1, 2 and 2 at
+    MT = 4, 8; a split takes at least one staged chunk of A, 8 k-groups x those steps x 4 k."""
+    kd = kernels.get("KD")
+    split = {r.symbol: r.split for r in kd.registrations}
+    want = {"kd_gemv_m1": (128 * 4 * 4 * 16, 4 * 8 * 4), "kd_gemv_m2": (128 * 4 * 4 * 16, 4 * 8 * 4),
+            "kd_gemv_m4": (128 * 4 * 2 * 16, 4 * 8 * 2), "kd_gemv_m8": (128 * 4 * 2 * 16, 4 * 8 * 2)}
+    for sym, (block_bytes, chunk) in want.items():
+        assert (split[sym].block_bytes, split[sym].chunk_k) == (block_bytes, chunk), sym
+    assert all(s is None for sym, s in split.items() if sym not in want)
+    assert all(s is None for k in CUDA if k.id != "KD" for r in k.registrations for s in [r.split])
+
+
 def test_a_missing_source_is_named():
     with pytest.raises(InputError, match="cuda_kernels/nope.cu: no such file"):
         registration.read_registration("cuda_kernels/nope.cu")
@@ -260,6 +300,48 @@ def built(tmp_path_factory):
             sym, *nums = line.split()
             facts.append((sym, *map(int, nums)))
     return {"dir": out, "facts": facts}
+
+
+SPLIT_RULE = """
+#include <cstdio>
+#include "common.cuh"
+int main() {
+    long long bb, fl;
+    int most, chunk, sms, K;
+    long long tiles;
+    while (std::scanf("%lld %lld %d %d %lld %d %d", &bb, &fl, &most, &chunk, &tiles, &sms, &K) == 7)
+        std::printf("%d\\n", sgemm_split_count(SgemmSplitK{bb, fl, most, chunk}, tiles, sms, K));
+    return 0;
+}
+"""
+
+
+@needs_nvcc
+def test_the_split_rule_predicted_is_the_launchers(tmp_path):
+    """common.cuh's sgemm_split_count, compiled and run (host code, no GPU), against SplitK.count
+    over KD's four split lines and the decode panel's shapes at M = 1 to 8 on three SM counts, and
+    at the rule's edges (one block a tile already; K shorter than the chunks)."""
+    exe = tmp_path / "split_rule"
+    src = tmp_path / "split_rule.cu"
+    src.write_text(SPLIT_RULE)
+    r = subprocess.run(["nvcc", "-I", str(cuda_kernels.SOURCE_DIR), "-o", str(exe), str(src)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    splits = [r.split for r in kernels.get("KD").registrations if r.split is not None]
+    cases = []
+    for s in splits + [registration.SplitK(8192, 49152, 8, 256)]:
+        for n, k in [(4096, 4096), (3584, 18944), (18944, 3584), (152064, 3584), (8192, 28672), (6144, 4096)]:
+            for m in (1, 2, 4, 8):
+                for sms in (132, 114, 16):
+                    cases.append((s, -(-n // 64) * m, sms, k))
+        cases += [(s, 10**7, 132, 4096), (s, 1, 132, 4), (s, 3, 132, s.chunk_k + 1)]
+    text = "".join(f"{s.block_bytes} {s.inflight_bytes} {s.max_splits} {s.chunk_k} {t} {sms} {K}\n"
+                   for s, t, sms, K in cases)
+    run = subprocess.run([str(exe)], input=text, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = [int(x) for x in run.stdout.split()]
+    assert got == [s.count(t, sms, K) for s, t, sms, K in cases]
+    assert len(set(got)) > 4  # the cases reach the rule's several arms
 
 
 @needs_nvcc

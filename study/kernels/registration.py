@@ -1,6 +1,8 @@
 """What a CUDA kernel's ``.cu`` states: one ``SGEMM_REGISTER(symbol, BM, BN, BK, THREADS, FLAGS)``
-line per function it launches, its arguments evaluated through the file's ``#define``s (a small
-safe evaluator of integer constants, not ``eval``). The registry (``study.kernels``) reads a CUDA
+line per function it launches, and for a launch that splits K across blocks one
+``SGEMM_SPLIT_K(symbol, BLOCK_BYTES, INFLIGHT_BYTES, MAX_SPLITS, CHUNK_K)`` line (common.cuh), their
+arguments evaluated through the file's ``#define``s (a small safe evaluator of integer constants,
+not ``eval``). The registry (``study.kernels``) reads a CUDA
 kernel's symbols, tiles, threads and operand needs from here, so they are written once: in the
 ``.cu``.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from study.errors import InputError
@@ -19,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 REGISTER_MACRO = "SGEMM_REGISTER"
+SPLIT_MACRO = "SGEMM_SPLIT_K"
 # the bits, #defined in common.cuh
 FLAG_NAMES = ("SGEMM_VEC4", "SGEMM_Y_WALKS_N", "SGEMM_SM90", "SGEMM_BALANCED", "SGEMM_SM90A")
 
@@ -28,6 +31,7 @@ _STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(?)(.*)$", re.M)
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 _REGISTER = re.compile(rf"\b{REGISTER_MACRO}\b")
+_SPLIT = re.compile(rf"\b{SPLIT_MACRO}\b")
 _TOKEN = re.compile(r"\s*(?:(\d[\w.]*)|([A-Za-z_]\w*)|(\S))")  # number, name, other
 _INT = re.compile(r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)[uUlL]*")
 _OPS = "+-*/%|()"
@@ -174,11 +178,11 @@ def source_text(source: str | Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in source_closure(source))
 
 
-def _call_arguments(code: str, start: int, what: str) -> list[str]:
+def _call_arguments(code: str, start: int, what: str, macro: str = REGISTER_MACRO) -> list[str]:
     """The comma-separated arguments of the call whose ``(`` is at or after ``start``."""
     open_at = code.find("(", start)
     if open_at < 0 or code[start:open_at].strip():
-        raise InputError(f"{what}: {REGISTER_MACRO} is not followed by its arguments")
+        raise InputError(f"{what}: {macro} is not followed by its arguments")
     depth, args, here = 0, [], open_at + 1
     for i in range(open_at, len(code)):
         c = code[i]
@@ -192,7 +196,25 @@ def _call_arguments(code: str, start: int, what: str) -> list[str]:
         elif c == "," and depth == 1:
             args.append(code[here:i].strip())
             here = i + 1
-    raise InputError(f"{what}: {REGISTER_MACRO}( is never closed")
+    raise InputError(f"{what}: {macro}( is never closed")
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """The terms of a launch that splits K across blocks (``SGEMM_SPLIT_K``, common.cuh)."""
+
+    block_bytes: int  # bytes of loads one block keeps in flight
+    inflight_bytes: int  # bytes in flight per SM that the splits bring the grid to
+    max_splits: int  # the most splits of K
+    chunk_k: int  # the least K a split takes
+
+    def count(self, tiles: int, sms: int, K: int) -> int:
+        """The blocks along K each of ``tiles`` output tiles gets on ``sms`` SMs at this ``K``:
+        common.cuh's ``sgemm_split_count``, the rule the launcher applies (a CPU test compiles
+        that one and compares)."""
+        want = -(-self.inflight_bytes * sms // self.block_bytes)
+        splits = -(-want // tiles)
+        return max(1, min(splits, self.max_splits, -(-K // self.chunk_k)))
 
 
 @dataclass(frozen=True)
@@ -208,6 +230,7 @@ class Registration:
     threads: int  # threads per block
     flags: int  # OR of the SGEMM_* bits
     bits: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    split: SplitK | None = None  # its launch's split of K (SGEMM_SPLIT_K), where it splits
 
     def has(self, flag: str) -> bool:
         """Whether FLAGS holds ``flag`` (one of :data:`FLAG_NAMES`)."""
@@ -293,9 +316,7 @@ def _registrations(path: Path, name: str, overrides: tuple = ()) -> tuple[Regist
         raise InputError(f"{name}: no such file (a CUDA kernel's source must exist)")
     # string literals emptied: a mention of the macro inside one is no use of it
     code = _STRING.sub('""', _code(path.read_text(errors="replace")))
-    # uses of the macro, not its mention in a directive (#define, #ifdef, ...)
-    calls = [m for m in _REGISTER.finditer(code)
-             if not code[code.rfind("\n", 0, m.start()) + 1:m.start()].lstrip().startswith("#")]
+    calls = _uses(code, _REGISTER)
     if not calls:
         raise InputError(
             f"{name}: no {REGISTER_MACRO} line; a CUDA kernel's .cu registers each kernel it launches with "
@@ -307,7 +328,38 @@ def _registrations(path: Path, name: str, overrides: tuple = ()) -> tuple[Regist
     twice = sorted({s for s in symbols if symbols.count(s) > 1})
     if twice:
         raise InputError(f"{name}: {REGISTER_MACRO} names {', '.join(twice)} more than once")
-    return regs
+    splits = _splits(code, name, defines)
+    stray = sorted(set(splits) - set(symbols))
+    if stray:
+        raise InputError(f"{name}: {SPLIT_MACRO} names {', '.join(stray)}, which no {REGISTER_MACRO} line "
+                         "registers")
+    return tuple(replace(r, split=splits[r.symbol]) if r.symbol in splits else r for r in regs)
+
+
+def _uses(code: str, macro: re.Pattern) -> list[re.Match]:
+    """The uses of a macro in ``code``, not its mention in a directive (#define, #ifdef, ...)."""
+    return [m for m in macro.finditer(code)
+            if not code[code.rfind("\n", 0, m.start()) + 1:m.start()].lstrip().startswith("#")]
+
+
+def _splits(code: str, name: str, defines: dict) -> dict[str, SplitK]:
+    """Symbol -> its ``SGEMM_SPLIT_K`` line's terms, evaluated; each term at least 1."""
+    out: dict[str, SplitK] = {}
+    for call in _uses(code, _SPLIT):
+        args = _call_arguments(code, call.end(), name, SPLIT_MACRO)
+        if len(args) != 5:
+            raise InputError(f"{name}: {SPLIT_MACRO} takes 5 arguments "
+                             f"(symbol, BLOCK_BYTES, INFLIGHT_BYTES, MAX_SPLITS, CHUNK_K); got {len(args)}")
+        symbol = args[0]
+        labels = ("BLOCK_BYTES", "INFLIGHT_BYTES", "MAX_SPLITS", "CHUNK_K")
+        values = [evaluate(a, defines, f"{name}: {SPLIT_MACRO} {label}")
+                  for a, label in zip(args[1:], labels)]
+        if min(values) < 1:
+            raise InputError(f"{name}: {SPLIT_MACRO}({symbol}, ...) needs every term >= 1; got {values}")
+        if symbol in out:
+            raise InputError(f"{name}: {SPLIT_MACRO} names {symbol} more than once")
+        out[symbol] = SplitK(*values)
+    return out
 
 
 def _one(code: str, start: int, name: str, defines: dict, bits: dict) -> Registration:

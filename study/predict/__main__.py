@@ -52,10 +52,12 @@ def _ints(text: str, flag: str, n: tuple[int, ...]) -> tuple[int, ...]:
     return vals + (1,) * (3 - len(vals))
 
 
-def registered(kid: str, shape, arch: str, child=None, config: dict | None = None):
+def registered(kid: str, shape, arch: str, child=None, config: dict | None = None, sms: int | None = None):
     """((the main loop, its L1 cycles), the launch, the configuration compiled) of a registered
     kernel at ``shape``; ``config`` (an autotuned kernel only) is the configuration to compile,
-    e.g. the one a run tuned and timed, else the one this process would launch."""
+    e.g. the one a run tuned and timed, else the one this process would launch. A path whose
+    launch splits K (``SGEMM_SPLIT_K``) is launched with the splits its rule gives on ``sms`` SMs,
+    the GPU predicted for (an InputError without it)."""
     from study.toolchain import compile as tc
 
     try:
@@ -79,12 +81,18 @@ def registered(kid: str, shape, arch: str, child=None, config: dict | None = Non
     path = k.path_for(M, N, K)
     reg = next(r for r in k.registrations if r.symbol == path.symbol)
     res = tc.resources_cuda(path, arch)
-    launch = model.Launch(grid=(math.ceil(N / reg.bn), math.ceil(M / reg.bm), 1), threads=reg.threads,
-                          smem=res["smem_bytes"], registers=res["registers"],
-                          compute_threads=path.compute_threads, tile=(reg.bm, reg.bn),
-                          balanced=reg.balanced)
+    grid = (math.ceil(N / reg.bn), math.ceil(M / reg.bm), 1)
+    splits = None
+    if reg.split is not None:  # a block per tile and split of K, in one dimension
+        if sms is None:
+            raise InputError(f"--kernel {kid}: {path.symbol} splits K by the GPU's SM count, which was not "
+                             "given")
+        splits = reg.split.count(grid[0] * grid[1], sms, K)
+        grid = (grid[0] * grid[1] * splits, 1, 1)
+    launch = model.Launch(grid=grid, threads=reg.threads, smem=res["smem_bytes"], registers=res["registers"],
+                          compute_threads=path.compute_threads, tile=(reg.bm, reg.bn), balanced=reg.balanced)
     instrs = sass.dump_sass(tc.compile_cuda(path, arch), path.symbol)
-    return (*_with_passes(instrs, model.sgemm_params(shape), launch), None)
+    return (*_with_passes(instrs, model.sgemm_params(shape, splits), launch), None)
 
 
 def _with_passes(instrs, params, launch):
@@ -171,7 +179,7 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
         emit(note)
     with TritonChild() as child:
         def one(kid, shape, loops, config):
-            loop, launch, _ = registered(kid, shape, arch, child, config)
+            loop, launch, _ = registered(kid, shape, arch, child, config, sms=gpu.sms)
             try:
                 return model.predict(loop[0], launch, shape, gpu, arch, l1_cycles=loop[1], loops=loops)
             except ValueError as e:
@@ -194,7 +202,7 @@ def compare_kernels(spec: str, shape, arch: str, a, as_json: bool) -> int:
     gpu = GPU.from_json(cli.input_file(a.gpu, "--gpu") if a.gpu else DEFAULT_GPU)
     loaded = {}
     for n in names:
-        loop, launch, _ = registered(n, shape, arch)
+        loop, launch, _ = registered(n, shape, arch, sms=gpu.sms)
         loaded[n] = (loop, launch)
     try:
         rows = compare.compare(loaded, shape, gpu, arch)
@@ -258,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.config is not None and not a.kernel:
             raise InputError("--config goes with --kernel (an autotuned kernel)")
         if a.kernel:
-            loop, launch, config = registered(a.kernel, shape, arch,
+            loop, launch, config = registered(a.kernel, shape, arch, sms=gpu.sms,
                                               config=check.config_of(a.config, "--config"))
             name = a.kernel
         else:

@@ -127,7 +127,7 @@ def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
     gives a kernel's ((loop body, L1 cycles), launch, configuration) as ``--kernel`` compiles it (an
     autotuned one at the configuration the run timed)."""
     run, gpu, timed, configs, commits = read_run(root)
-    loaded, failed = compile_all(timed, arch, load, configs)
+    loaded, failed = compile_all(timed, arch, functools.partial(load, sms=gpu.sms), configs)
     cands = candidates()
     loops: dict = {}
 

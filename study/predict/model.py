@@ -190,10 +190,14 @@ def cubin_params(arguments) -> dict[int, int]:
     return out
 
 
-def sgemm_params(shape: tuple[int, int, int]) -> dict[int, int]:
+def sgemm_params(shape: tuple[int, int, int], splits: int | None = None) -> dict[int, int]:
     """A registered CUDA kernel's arguments at ``shape`` by their offset in constant bank 0: the
-    sizes, and the matrices at aligned addresses of their own (low words; the high words 0)."""
+    sizes, and the matrices at aligned addresses of their own (low words; the high words 0); with
+    ``splits``, a kernel whose launch splits K, which takes the split count, the workspace and
+    the tickets after them."""
     M, N, K = shape
     # SGEMM_KERNEL_PARAMS (cuda_kernels/common.cuh): M, N, K, alpha, A, B, beta, C
-    return cubin_params([("i32", M), ("i32", N), ("i32", K), ("f32", None), ("*fp32", None),
-                         ("*fp32", None), ("f32", None), ("*fp32", None)])
+    args = [("i32", M), ("i32", N), ("i32", K), ("f32", None), ("*fp32", None), ("*fp32", None),
+            ("f32", None), ("*fp32", None)]
+    # SGEMM_SPLIT_K_PARAMS: then splits, ws, tickets
+    return cubin_params(args + ([("i32", splits), ("*fp32", None), ("*u32", None)] if splits else []))
