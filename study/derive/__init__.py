@@ -176,6 +176,11 @@ class Derivation:
         return self._measured(T.accuracy)
 
     @cached_property
+    def predict_check(self) -> pd.DataFrame | None:
+        """``study.predict --check DIR --write``'s rows; None where it was not run on this run."""
+        return self._measured(T.predict_check)
+
+    @cached_property
     def _counters_split(self) -> tuple[pd.DataFrame | None, pd.DataFrame]:
         ncu = self._measured(T.ncu)
         ncu = ncu if ncu is not None and {"metric", "value"} <= set(ncu.columns) else None

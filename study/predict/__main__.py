@@ -4,7 +4,7 @@
     python -m study.predict --kernel TA --config JSON --shape M,N,K [...]
     python -m study.predict --cu FILE.cu --symbol NAME --grid X,Y[,Z] --block T --smem BYTES \\
         --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
-    python -m study.predict --check DIR [--arch sm_90] [--json]
+    python -m study.predict --check DIR [--write] [--arch sm_90] [--json]
     python -m study.predict --fit DIR [--arch sm_90] [--json]
     python -m study.predict --compare A,B --shape M,N,K [--gpu GPU.json] [--arch sm_90] [--json]
 
@@ -17,7 +17,8 @@ it (its name or an unambiguous part of its mangled name) that computes C = A B i
 the grid given. ``--gpu`` defaults to the committed H200 run's ``gpu.json``. One line per
 prediction; ``--json`` one JSON object. ``--check DIR`` predicts every such kernel at every shape
 the run directory DIR timed (and at every point of its decode panel, where it has one), with
-DIR's gpu.json, and sets each beside the run's time (:mod:`study.predict.check`). ``--compare
+DIR's gpu.json, and sets each beside the run's time (:mod:`study.predict.check`); ``--write``
+puts those rows into DIR's ``predict_check.csv``, which the report renders. ``--compare
 A,B`` sets two kernels' main loops side by side and predicts each with one cost of the model
 switched off at a time (:mod:`study.predict.compare`). ``--fit DIR`` fits the model's constants
 for DIR's GPU on a declared set of the kernels DIR timed at 4096³, with leave-one-kernel-out
@@ -35,10 +36,13 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+
 from study import arch as arches
 from study import cli, kernels
 from study.errors import InputError
 from study.predict import check, model
+from study.rundata.tables import T
 from study.toolchain import sass, tools, trips
 
 DEFAULT_GPU = Path(__file__).resolve().parents[2] / "reports" / "data" / "gpu.json"
@@ -156,10 +160,9 @@ def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
                               registers=int(usage.get("REG", 0))), None
 
 
-def check_dir(root: str, arch: str, as_json: bool) -> int:
-    """``--check DIR``: :mod:`study.predict.check` over the run directory ``root``."""
-    import pandas as pd
-
+def check_dir(root: str, arch: str, as_json: bool, write: bool = False) -> int:
+    """``--check DIR``: :mod:`study.predict.check` over the run directory ``root``; with ``write``,
+    its rows into DIR's ``predict_check.csv`` (replaced whole), for the report."""
     from study.rundata import results
     from study.rundata.gpu import GPU
     from study.rundata.rundir import RunDir
@@ -188,7 +191,30 @@ def check_dir(root: str, arch: str, as_json: bool) -> int:
         rows = check.run(times, one, emit)
     for row in check.summary(rows):
         emit(row)
+    if write:
+        path = run.file(T.predict_check)
+        written(rows, note, tools.triton_version() or "").to_csv(path, index=False)
+        cli.say(f"{len(rows)} predictions -> {path}; python -m study.report {root} renders them")
     return 0
+
+
+def written(rows: list[dict], note: dict | None, triton_here: str) -> pd.DataFrame:
+    """``--check``'s rows as ``predict_check.csv`` holds them, each with the Triton that compiled
+    here and the one the run's rows name, and the commit of the code that predicted."""
+    from study.rundata import results
+
+    run_triton = " ".join(note["triton_run"]) if note else triton_here
+    stamp, commit = results.timestamp(), results.git_commit()
+    out = []
+    for r in rows:
+        M, N, K = r["shape"]
+        out.append({"source": r.get("source", "run"), "kernel": r["kernel"], "M": M, "N": N, "K": K,
+                    "config": json.dumps(r["config"], sort_keys=True) if r.get("config") else "",
+                    "measured_ms": r["measured_ms"], "ms": r.get("ms"), "error_pct": r.get("error_pct"),
+                    "issue_pct": r.get("issue_pct"), "bound": r.get("bound", ""), "note": r.get("error", ""),
+                    "triton_here": triton_here, "triton_run": run_triton, "commit": commit,
+                    "timestamp": stamp})
+    return pd.DataFrame(out, columns=[*T.predict_check.columns])
 
 
 def compare_kernels(spec: str, shape, arch: str, a, as_json: bool) -> int:
@@ -235,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpu", help=f"GPU constants (default {DEFAULT_GPU.relative_to(DEFAULT_GPU.parents[2])})")
     p.add_argument("--arch", default="sm_90", help="SASS target (default sm_90)")
     p.add_argument("--json", action="store_true", help="one JSON object per prediction")
+    p.add_argument("--write", action="store_true", help="with --check DIR: the predictions into "
+                   "DIR/data/predict_check.csv, which the report renders")
 
     def body() -> int:
         from study.rundata.gpu import GPU
@@ -248,11 +276,13 @@ def main(argv: list[str] | None = None) -> int:
             from study.predict import fit
 
             return fit.run_dir(a.fit, arch, a.json, registered)
+        if a.write and not a.check:
+            raise InputError("--write goes with --check DIR (it writes DIR's predict_check.csv)")
         if a.check:
             if a.kernel or a.cu or a.shape or a.config:
                 raise InputError("--check DIR takes no --kernel, --cu, --shape or --config (it compiles "
                                  "each autotuned kernel at the configuration the run timed)")
-            return check_dir(a.check, arch, a.json)
+            return check_dir(a.check, arch, a.json, a.write)
         if not a.shape:
             raise InputError("--shape M,N,K is needed (or --check DIR)")
         shape = _ints(a.shape, "--shape", (3,))

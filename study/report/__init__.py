@@ -26,6 +26,7 @@ from study.report.sections.experiments import section_clocks, section_shapes, se
 from study.report.sections.ledgers import section_ledgers, section_model
 from study.report.sections.main import section_ladder, section_main, section_tile_gap, section_twins
 from study.report.sections.meta import section_figures, section_reproduce
+from study.report.sections.predict import section_predict
 from study.report.sections.provenance import section_provenance
 from study.report.sections.sass import section_counted, section_sass
 from study.report.sections.seed import section_seed
@@ -45,6 +46,7 @@ def sections(measured: bool) -> list[tuple[str, Callable[[Run], list[str] | None
         ("## Triton twins", section_twins),
         ("## Triton vs hand-written tile", section_tile_gap),
         ("## Ledgers", section_ledgers),
+        ("## Predicted from the SASS", section_predict),
         ("## Calibration and model", section_model),
         ("## Bound model", section_bounds),
         ("## Occupancy and SASS", section_sass),

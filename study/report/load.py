@@ -35,7 +35,7 @@ LEDGER_FIGURES = (
 )
 RESULTS_REQUIRED = ["experiment", "label", "kernel", "M", "N", "K", "ms"]
 # the tables a report reads: every derived one and the measured ones it renders as they are
-READ = (*DERIVED, T.sass, T.clocks, T.ncu)
+READ = (*DERIVED, T.sass, T.clocks, T.ncu, T.predict_check)
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,15 @@ MEASURED = (
        ("kernel", "precision", "role", "dist", "status", "note", "config") + _PROVENANCE,
        "study.measure.accuracy:main", measured=True, append_only=True,
        needs=("kernel", "precision", "role", "dist", "K", "status", "rel_err", "max_ulp", "ms")),
+    # a prediction from the SASS and the launch (``python -m study.predict --check DIR --write``):
+    # each kernel the model takes at each shape the run timed (``source`` "run") and each point of
+    # its decode panel ("panel"), beside the run's median time there; ``note`` why one was not
+    # predicted; the Triton that compiled here and the one the run's rows name, and the commit of
+    # the code that predicted
+    _t("predict_check", ("source", "kernel", "M", "N", "K", "config", "measured_ms", "ms", "error_pct",
+                         "issue_pct", "bound", "note", "triton_here", "triton_run", "commit", "timestamp"),
+       ("source", "kernel", "config", "bound", "note", "triton_here", "triton_run", "commit", "timestamp"),
+       "study.predict.__main__:main", measured=True, optional=True),
 )
 # the seed GPU's published times and constants, kept beside the reference run (inputs of the replay)
 SEED = (
@@ -297,6 +306,13 @@ DERIVED = (
     _t("accuracy_findings", ("id", "finding", "value", "unit", "where", "note"),
        ("id", "finding", "unit", "where", "note"), "accuracy.findings", ("accuracy", "gpu", "times"),
        optional=True),
+    # study.predict against the run (study.derive.predict): per shape the mean and largest |error|
+    # and the kernels outside the band; the ladder's steps and the twins' ratios at the main shape
+    _t("predict_shapes", ("source", "M", "N", "K", "kernels", "mean_abs_error_pct", "max_abs_error_pct",
+                          "worst", "band_pct", "outside"), ("source", "worst", "outside"), "predict.shapes",
+       ("predict_check",), optional=True),
+    _t("predict_ratios", ("kind", "a", "b", "measured", "predicted", "error_pct"), ("kind", "a", "b"),
+       "predict.ratios", ("predict_check",), optional=True),
 )
 
 ALL = MEASURED + SEED + DERIVED

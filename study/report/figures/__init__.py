@@ -30,6 +30,7 @@ from study.report.figures.common import (  # noqa: F401
 )
 from study.report.figures.decode import draw_decode
 from study.report.figures.points import draw_bounds, draw_model, draw_roofline
+from study.report.figures.predict import draw_predict
 from study.report.figures.series import draw_clocks, draw_sizes
 from study.report.load import NOT_IN_RUN, Run
 
@@ -60,6 +61,7 @@ FIGURES: dict[str, Callable[[Run, Path], Path]] = {name: _saver(name, draw) for 
 # a panel's figures: name -> (the table of the panel it needs, its drawing function)
 PANEL_DRAW: dict[str, tuple[str, Callable[[Run], Figure]]] = {
     "decode": ("decode_summary", draw_decode), "accuracy": ("accuracy_summary", draw_accuracy),
+    "predict": ("predict_check", draw_predict),
 }
 PANEL_FIGURES: dict[str, Callable[[Run, Path], Path]] = {
     name: _saver(name, draw) for name, (_, draw) in PANEL_DRAW.items()
