@@ -79,8 +79,9 @@ static inline int sgemm_split_count(const SgemmSplitK &s, long long tiles, int s
     return splits < 1 ? 1 : (int)splits;
 }
 
-#define SGEMM_SPLIT_K(sym, block_bytes, inflight_bytes, max_splits, chunk_k) \
-    [[maybe_unused]] static constexpr SgemmSplitK sgemm_split_##sym{(block_bytes), (inflight_bytes), (max_splits), (chunk_k)};
+#define SGEMM_SPLIT_K(sym, block_bytes, inflight_bytes, max_splits, chunk_k)      \
+    [[maybe_unused]] static constexpr SgemmSplitK sgemm_split_##sym{(block_bytes), \
+                                                                    (inflight_bytes), (max_splits), (chunk_k)};
 
 // Lets `kernel` take `bytes` of dynamic shared memory on the current device: past the default
 // 48 KiB a kernel must opt in, with a function attribute that lasts as long as the device's

@@ -237,10 +237,14 @@ KD_KERNEL(kd_gemv_m8, 8, KD_UNROLL_MANY)
 // The split of K each entry point's launch makes (SGEMM_SPLIT_K, common.cuh): a block keeps
 // THREADS * 4 * unroll LDG.128 of B in flight; the grid is split until those reach INFLIGHT_BYTES
 // per SM, at least one staged chunk of A (TG * unroll float4 of k) per split, at most MAX_SPLITS.
-SGEMM_SPLIT_K(kd_gemv_m1, KD_THREADS * 4 * KD_UNROLL_FEW * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS, 4 * KD_TG * KD_UNROLL_FEW)
-SGEMM_SPLIT_K(kd_gemv_m2, KD_THREADS * 4 * KD_UNROLL_FEW * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS, 4 * KD_TG * KD_UNROLL_FEW)
-SGEMM_SPLIT_K(kd_gemv_m4, KD_THREADS * 4 * KD_UNROLL_MANY * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS, 4 * KD_TG * KD_UNROLL_MANY)
-SGEMM_SPLIT_K(kd_gemv_m8, KD_THREADS * 4 * KD_UNROLL_MANY * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS, 4 * KD_TG * KD_UNROLL_MANY)
+SGEMM_SPLIT_K(kd_gemv_m1, KD_THREADS * 4 * KD_UNROLL_FEW * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS,
+              4 * KD_TG * KD_UNROLL_FEW)
+SGEMM_SPLIT_K(kd_gemv_m2, KD_THREADS * 4 * KD_UNROLL_FEW * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS,
+              4 * KD_TG * KD_UNROLL_FEW)
+SGEMM_SPLIT_K(kd_gemv_m4, KD_THREADS * 4 * KD_UNROLL_MANY * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS,
+              4 * KD_TG * KD_UNROLL_MANY)
+SGEMM_SPLIT_K(kd_gemv_m8, KD_THREADS * 4 * KD_UNROLL_MANY * 16, KD_INFLIGHT_BYTES, KD_MAX_SPLITS,
+              4 * KD_TG * KD_UNROLL_MANY)
 
 // The launch of one of them: tiles of MT rows x BN columns, each given the rule's splits along K.
 // Where the workspace cannot be had (out of memory), nothing is launched and the caller sees C
