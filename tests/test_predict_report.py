@@ -108,7 +108,7 @@ def test_the_section_and_figure_render_and_a_run_without_the_rows_has_neither(tm
     assert "with Triton 3.9.0 compiling here (the run's Triton rows: 3.6.0)" in sec
     assert "| 4096³ | 3 | 9.3% | 15.0% (K6) | K6 |" in sec
     assert "| KD | 2 | 12.0% | 20.0% (1x4096x4096) | 1 points |" in sec
-    assert "| K2 | 22.000 | – | – | – | no main loop with FFMA |" in sec
+    assert "| K2 | 22.000 | – | – | – | – | no main loop with FFMA |" in sec  # no counters in the fixture
     assert "| step | K5 / K6 | 1.250× | 1.588× | +27.1% |" in sec
     assert (out / "figures" / "predict.png").is_file() and "![predict](figures/predict.png)" in sec
 
@@ -118,3 +118,14 @@ def test_write_without_check_is_refused_in_one_line():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "--write goes with --check DIR" in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_the_issue_rate_ncu_read_at_the_main_shape_stands_beside_the_predicted_one():
+    from types import SimpleNamespace
+
+    from study.report.sections.predict import _ncu_issue
+
+    counters = pd.DataFrame({"kernel": ["K12", "K12", "G12"], "M": [4096, 2048, 4096],
+                             "N": [4096, 2048, 4096], "K": [4096, 2048, 4096], "issue_pct": [87.6, 80.0, 74.8]})
+    assert _ncu_issue(SimpleNamespace(tables={"counters": counters})) == {"K12": 87.6, "G12": 74.8}
+    assert _ncu_issue(SimpleNamespace(tables={})) == {}

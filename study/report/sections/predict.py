@@ -26,6 +26,15 @@ def _provenance(p: pd.DataFrame) -> str:
             f"Triton rows: {one('triton_run')})")
 
 
+def _ncu_issue(run: Run) -> dict[str, float]:
+    """Kernel -> the issue rate ncu read at the main shape in the run (counters.csv), where it did."""
+    c = run.tables.get("counters")
+    if c is None or "issue_pct" not in c.columns:
+        return {}
+    c = c[(col(c, "M") == MAIN[0]) & (col(c, "N") == MAIN[1]) & (col(c, "K") == MAIN[2])]
+    return dict(zip(c["kernel"].astype(str), col(c, "issue_pct")))
+
+
 def section_predict(run: Run) -> list[str] | None:
     if not in_run(run, CHECK):
         return None
@@ -61,11 +70,13 @@ def section_predict(run: Run) -> list[str] | None:
     at = p[(p["source"].astype(str) == "run") & (col(p, "M") == MAIN[0]) & (col(p, "N") == MAIN[1])
            & (col(p, "K") == MAIN[2])]
     if len(at):
-        lines += [f"At {short_shape(*MAIN)}, per kernel: the predicted issue rate and the resource that "
-                  "binds in the model.", ""]
-        lines += md(["kernel", "measured ms", "predicted ms", "error", "predicted issue %", "bound"],
+        issue = _ncu_issue(run)
+        lines += [f"At {short_shape(*MAIN)}, per kernel: the predicted issue rate beside the one ncu read in "
+                  "the run (counters.csv; only compared with) and the resource that binds in the model.", ""]
+        lines += md(["kernel", "measured ms", "predicted ms", "error", "predicted issue %", "ncu issue %",
+                     "bound"],
                     [[r.kernel, num(r.measured_ms, "{:.3f}"), num(r.ms, "{:.3f}"),
-                      num(r.error_pct, "{:+.1f}%"), num(r.issue_pct),
+                      num(r.error_pct, "{:+.1f}%"), num(r.issue_pct), num(issue.get(str(r.kernel))),
                       r.bound if isinstance(r.bound, str) and r.bound else (r.note or "–")]
                      for r in at.itertuples()])
     ratios = run.tables.get(RATIOS)
