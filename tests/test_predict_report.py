@@ -126,6 +126,7 @@ def test_the_issue_rate_ncu_read_at_the_main_shape_stands_beside_the_predicted_o
     from study.report.sections.predict import _ncu_issue
 
     counters = pd.DataFrame({"kernel": ["K12", "K12", "G12"], "M": [4096, 2048, 4096],
-                             "N": [4096, 2048, 4096], "K": [4096, 2048, 4096], "issue_pct": [87.6, 80.0, 74.8]})
+                             "N": [4096, 2048, 4096], "K": [4096, 2048, 4096],
+                             "issue_pct": [87.6, 80.0, 74.8]})
     assert _ncu_issue(SimpleNamespace(tables={"counters": counters})) == {"K12": 87.6, "G12": 74.8}
     assert _ncu_issue(SimpleNamespace(tables={})) == {}
