@@ -36,17 +36,18 @@ def rows_of(predictions: pd.DataFrame) -> list[dict]:
 
 
 def shapes(predict_check: pd.DataFrame) -> pd.DataFrame:
-    """One row per shape the run timed (``source`` "run", band ±10%: the kernels outside it) and per
-    kernel over the decode panel ("panel KD", band ±``check.PANEL_BAND_PCT``: how many points lie
-    outside it; M, N, K empty; ``kernels`` counts the points, ``worst`` is the worst point's shape)."""
+    """One row per shape the run timed (``source`` "run", band ±``check.BAND_PCT``: the kernels
+    outside it) and per kernel over the decode panel ("panel KD", band ±``check.PANEL_BAND_PCT``: how
+    many points lie outside it; M, N, K empty; ``kernels`` counts the points, ``worst`` is the worst
+    point's shape)."""
     rows = []
     for s in check.summary(rows_of(predict_check)):
         if s["summary"] == "shape":
             M, N, K = s["shape"]
             rows.append({"source": "run", "M": M, "N": N, "K": K, "kernels": s["kernels"],
                          "mean_abs_error_pct": s["mean_abs_error_pct"],
-                         "max_abs_error_pct": s["max_abs_error_pct"], "worst": s["worst"], "band_pct": 10.0,
-                         "outside": " ".join(sorted(s["outside_10"]))})
+                         "max_abs_error_pct": s["max_abs_error_pct"], "worst": s["worst"],
+                         "band_pct": check.BAND_PCT, "outside": " ".join(sorted(s["outside_10"]))})
         elif s["summary"] == check.PANEL and s["predicted"]:
             rows.append({"source": f"panel {s['kernel']}", "M": None, "N": None, "K": None,
                          "kernels": s["predicted"], "mean_abs_error_pct": s["mean_abs_error_pct"],

@@ -20,6 +20,7 @@ from study.errors import InputError
 
 MAIN = (4096, 4096, 4096)
 PANEL = "panel"  # the source of a time read from the decode panel
+BAND_PCT = 10.0  # a kernel at a shape the run timed counts as predicted within this
 PANEL_BAND_PCT = 15.0  # a panel point off the main shape counts as predicted within this
 
 
@@ -104,7 +105,7 @@ def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None]
 
 
 def summary(rows: list[dict]) -> list[dict]:
-    """Per shape: mean and largest |error| and the kernels outside ±10%; at the main shape, each
+    """Per shape: mean and largest |error| and the kernels outside ±``BAND_PCT``; at the main shape, each
     step of the CUDA ladder and each twin ratio, predicted beside measured."""
     ok = [r for r in rows if "ms" in r and r.get("source") != PANEL]
     out = []
@@ -115,7 +116,7 @@ def summary(rows: list[dict]) -> list[dict]:
         out.append({"summary": "shape", "shape": list(shape), "kernels": len(at),
                     "mean_abs_error_pct": sum(errs) / len(errs), "max_abs_error_pct": max(errs),
                     "worst": worst["kernel"],
-                    "outside_10": [r["kernel"] for r in at if abs(r["error_pct"]) > 10]})
+                    "outside_10": [r["kernel"] for r in at if abs(r["error_pct"]) > BAND_PCT]})
     main = {r["kernel"]: r for r in ok if tuple(r["shape"]) == MAIN}
 
     def ratio(a: str, b: str, what: str) -> dict | None:
@@ -180,7 +181,7 @@ def line(row: dict) -> str:
     if row.get("summary") == "shape":
         out = ", ".join(row["outside_10"]) or "none"
         return (f"at {shape}: {row['kernels']} kernels, mean |error| {row['mean_abs_error_pct']:.1f}%, "
-                f"largest {row['max_abs_error_pct']:.1f}% ({row['worst']}); outside ±10%: {out}")
+                f"largest {row['max_abs_error_pct']:.1f}% ({row['worst']}); outside ±{BAND_PCT:g}%: {out}")
     if row.get("summary") == PANEL:
         if not row["predicted"]:
             return f"decode panel, {row['kernel']}: none of {row['points']} points predicted"

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from study.predict.check import MAIN
 from study.report.figures import figref, in_run
 from study.report.figures.common import short_shape
 from study.report.load import Run
 from study.report.md import col, md, missing, num
 
 CHECK, SHAPES, RATIOS = "predict_check", "predict_shapes", "predict_ratios"
-MAIN = (4096, 4096, 4096)
 
 
 def _provenance(p: pd.DataFrame) -> str:
@@ -53,8 +53,9 @@ def section_predict(run: Run) -> list[str] | None:
     s = run.tables.get(SHAPES)
     if s is not None and len(s):
         run_rows = s[s["source"].astype(str) == "run"]
-        lines += ["Per shape (error = predicted / measured − 1; the kernels outside ±10%):", ""]
-        lines += md(["shape", "kernels", "mean \\|error\\|", "largest", "outside ±10%"],
+        band = num(run_rows["band_pct"].iloc[0], "{:g}") if len(run_rows) else "–"
+        lines += [f"Per shape (error = predicted / measured − 1; the kernels outside ±{band}%):", ""]
+        lines += md(["shape", "kernels", "mean \\|error\\|", "largest", f"outside ±{band}%"],
                     [[short_shape(r.M, r.N, r.K), int(r.kernels), num(r.mean_abs_error_pct, "{:.1f}%"),
                       f"{num(r.max_abs_error_pct, '{:.1f}%')} ({r.worst})", r.outside or "none"]
                      for r in run_rows.itertuples() if int(r.kernels) > 2])
