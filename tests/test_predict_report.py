@@ -5,6 +5,7 @@ the rows are made here by hand, the figures below are worked out from them by ha
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import sys
@@ -120,13 +121,11 @@ def test_write_without_check_is_refused_in_one_line():
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
-def test_the_issue_rate_ncu_read_at_the_main_shape_stands_beside_the_predicted_one():
-    from types import SimpleNamespace
-
-    from study.report.sections.predict import _ncu_issue
-
-    counters = pd.DataFrame({"kernel": ["K12", "K12", "G12"], "M": [4096, 2048, 4096],
+def test_the_issue_rate_ncu_read_at_the_main_shape_stands_beside_the_predicted_one(frame):
+    counters = pd.DataFrame({"kernel": ["K6", "K6", "G6"], "M": [4096, 2048, 4096],
                              "N": [4096, 2048, 4096], "K": [4096, 2048, 4096],
                              "issue_pct": [87.6, 80.0, 74.8]})
-    assert _ncu_issue(SimpleNamespace(tables={"counters": counters})) == {"K12": 87.6, "G12": 74.8}
-    assert _ncu_issue(SimpleNamespace(tables={})) == {}
+    m = dp.at_main(frame, counters).set_index("kernel")
+    assert dict(m["ncu_issue_pct"].dropna()) == {"K6": 87.6, "G6": 74.8}
+    assert math.isnan(m.loc["K5", "ncu_issue_pct"])  # ncu read no K5 row at the main shape
+    assert dp.at_main(frame)["ncu_issue_pct"].isna().all()  # a run without counters

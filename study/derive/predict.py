@@ -1,6 +1,7 @@
 """``study.predict`` against a run (``predict_check.csv``, written by ``python -m study.predict --check
 DIR --write``): per shape, and per kernel over the decode panel, the mean and largest |error| and
-the kernels outside the band; the ladder's steps and the twins' ratios at the main shape. The
+the kernels outside the band; each kernel at the main shape with ncu's issue rate beside the
+predicted one; the ladder's steps and the twins' ratios at the main shape. The
 summing is :func:`study.predict.check.summary`'s, which ``--check`` prints: these tables are its
 rows as frames.
 """
@@ -63,3 +64,20 @@ def ratios(predict_check: pd.DataFrame) -> pd.DataFrame:
              "predicted": s["predicted"], "error_pct": s["error_pct"]}
             for s in check.summary(rows_of(predict_check)) if s["summary"] in ("step", "twin")]
     return pd.DataFrame(rows, columns=[*T.predict_ratios.columns])
+
+
+def at_main(predict_check: pd.DataFrame, counters: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Each kernel the run timed at the main shape (``check.MAIN``): its row of ``predict_check``
+    with the issue rate ncu read there in the run (``counters``; NaN where it did not)."""
+    p = predict_check
+    num = {c: pd.to_numeric(p[c], errors="coerce") for c in ("M", "N", "K")}
+    at = p[(p["source"].astype(str) == "run") & (num["M"] == check.MAIN[0]) & (num["N"] == check.MAIN[1])
+           & (num["K"] == check.MAIN[2])]
+    issue: dict[str, float] = {}
+    if counters is not None and "issue_pct" in counters.columns:
+        c = counters[(pd.to_numeric(counters["M"], errors="coerce") == check.MAIN[0])
+                     & (pd.to_numeric(counters["N"], errors="coerce") == check.MAIN[1])
+                     & (pd.to_numeric(counters["K"], errors="coerce") == check.MAIN[2])]
+        issue = dict(zip(c["kernel"].astype(str), pd.to_numeric(c["issue_pct"], errors="coerce")))
+    out = at.assign(ncu_issue_pct=[issue.get(str(k), math.nan) for k in at["kernel"]])
+    return out.reindex(columns=[*T.predict_main.columns]).reset_index(drop=True)

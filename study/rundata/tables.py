@@ -313,6 +313,11 @@ DERIVED = (
        ("predict_check",), optional=True),
     _t("predict_ratios", ("kind", "a", "b", "measured", "predicted", "error_pct"), ("kind", "a", "b"),
        "predict.ratios", ("predict_check",), optional=True),
+    # each kernel at the main shape: predicted beside measured, the predicted issue rate beside the
+    # one ncu read in the run (only compared with), the bound, or why it was not predicted
+    _t("predict_main", ("kernel", "M", "N", "K", "measured_ms", "ms", "error_pct", "issue_pct",
+                        "ncu_issue_pct", "bound", "note"), ("kernel", "bound", "note"), "predict.at_main",
+       ("predict_check", "counters?"), optional=True),
 )
 
 ALL = MEASURED + SEED + DERIVED

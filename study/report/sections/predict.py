@@ -1,20 +1,20 @@
 """``study.predict`` against the run (README, *study.predict*): each kernel's time predicted from its
 SASS and its launch alone, beside the time the run measured, per shape and over the decode panel,
 the binding resource per kernel at the main shape, and the ladder's steps and the twins' ratios.
-Renders predict_check.csv, predict_shapes.csv and predict_ratios.csv; computes nothing. A run on
+Renders predict_check.csv, predict_shapes.csv, predict_main.csv and predict_ratios.csv; computes
+nothing. A run on
 which ``python -m study.predict --check DIR --write`` was not run has no such section (``None``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from study.predict.check import MAIN
 from study.report.figures import figref, in_run
 from study.report.figures.common import short_shape
 from study.report.load import Run
-from study.report.md import col, md, missing, num
+from study.report.md import md, missing, num
 
-CHECK, SHAPES, RATIOS = "predict_check", "predict_shapes", "predict_ratios"
+CHECK, SHAPES, MAIN, RATIOS = "predict_check", "predict_shapes", "predict_main", "predict_ratios"
 
 
 def _provenance(p: pd.DataFrame) -> str:
@@ -24,15 +24,6 @@ def _provenance(p: pd.DataFrame) -> str:
 
     return (f"predicted at commit {one('commit')} with Triton {one('triton_here')} compiling here (the run's "
             f"Triton rows: {one('triton_run')})")
-
-
-def _ncu_issue(run: Run) -> dict[str, float]:
-    """Kernel -> the issue rate ncu read at the main shape in the run (counters.csv), where it did."""
-    c = run.tables.get("counters")
-    if c is None or "issue_pct" not in c.columns:
-        return {}
-    c = c[(col(c, "M") == MAIN[0]) & (col(c, "N") == MAIN[1]) & (col(c, "K") == MAIN[2])]
-    return dict(zip(c["kernel"].astype(str), col(c, "issue_pct")))
 
 
 def section_predict(run: Run) -> list[str] | None:
@@ -68,22 +59,22 @@ def section_predict(run: Run) -> list[str] | None:
                           num(r.mean_abs_error_pct, "{:.1f}%"),
                           f"{num(r.max_abs_error_pct, '{:.1f}%')} ({r.worst})", r.outside]
                          for r in panel.itertuples()])
-    at = p[(p["source"].astype(str) == "run") & (col(p, "M") == MAIN[0]) & (col(p, "N") == MAIN[1])
-           & (col(p, "K") == MAIN[2])]
-    if len(at):
-        issue = _ncu_issue(run)
-        lines += [f"At {short_shape(*MAIN)}, per kernel: the predicted issue rate beside the one ncu read in "
+    at = run.tables.get(MAIN)
+    held = at is not None and len(at) > 0
+    where = short_shape(at["M"].iloc[0], at["N"].iloc[0], at["K"].iloc[0]) if held else ""
+    if where:
+        lines += [f"At {where}, per kernel: the predicted issue rate beside the one ncu read in "
                   "the run (counters.csv; only compared with) and the resource that binds in the model.", ""]
         lines += md(["kernel", "measured ms", "predicted ms", "error", "predicted issue %", "ncu issue %",
                      "bound"],
                     [[r.kernel, num(r.measured_ms, "{:.3f}"), num(r.ms, "{:.3f}"),
-                      num(r.error_pct, "{:+.1f}%"), num(r.issue_pct), num(issue.get(str(r.kernel))),
+                      num(r.error_pct, "{:+.1f}%"), num(r.issue_pct), num(r.ncu_issue_pct),
                       r.bound if isinstance(r.bound, str) and r.bound else (r.note or "–")]
                      for r in at.itertuples()])
     ratios = run.tables.get(RATIOS)
     if ratios is not None and len(ratios):
         lines += [f"The ladder's steps (time of the earlier rung over the later's) and the twins' ratios "
-                  f"(the CUDA kernel's time over the twin's) at {short_shape(*MAIN)}:", ""]
+                  f"(the CUDA kernel's time over the twin's) at {where or 'the main shape'}:", ""]
         lines += md(["", "ratio", "measured", "predicted", "error"],
                     [[r.kind, f"{r.b} / {r.a}", num(r.measured, "{:.3f}×"), num(r.predicted, "{:.3f}×"),
                       num(r.error_pct, "{:+.1f}%")] for r in ratios.itertuples()])
