@@ -150,3 +150,18 @@ needs_tools = pytest.mark.skipif(
     _sass_tools_missing(),
     reason="needs nvcc and cuobjdump (PATH or the triton wheel) to compile and dump SASS",
 )
+
+
+def gluon_module(name: str):
+    """A Gluon kernel's module, or a skip naming why this Triton cannot build it (not importable, or
+    the module's ``unsupported_reason``)."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(name)
+    except ImportError as e:
+        pytest.skip(f"{name}: triton.experimental.gluon not importable: {e}")
+    why = mod.unsupported_reason()
+    if why:
+        pytest.skip(why)
+    return mod

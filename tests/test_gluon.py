@@ -13,6 +13,7 @@ import importlib
 import math
 
 import pytest
+from conftest import gluon_module
 
 from study import experiments
 from study.measure import bench
@@ -42,16 +43,7 @@ PER_PHASE = {
 GPU_SHAPES = [(1, 4, 4), (33, 68, 20), (67, 132, 96), (4096, 4096, 4096), (300, 260, 36)]
 
 
-def _module(name: str):
-    """The twin's module, or a skip naming why this Triton cannot build it."""
-    try:
-        mod = importlib.import_module(name)
-    except ImportError as e:
-        pytest.skip(f"{name}: triton.experimental.gluon not importable: {e}")
-    why = mod.unsupported_reason()
-    if why:
-        pytest.skip(why)
-    return mod
+_module = gluon_module  # the twin's module, or a skip naming why this Triton cannot build it
 
 
 def _blocked_owner(layout, row: int, col: int, num_warps: int) -> set[int]:

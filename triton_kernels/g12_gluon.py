@@ -41,6 +41,11 @@ Everything else follows K12:
   (a branch inside it would leave the stage read ahead after the barrier, and the next
   iteration's copy into it would need a barrier of its own); the peeled last phase reads stage 0
   or 1 by the parity of the number of phases.
+* :data:`INDEXED` (G12T's loop, ``g12t_gluon``): one phase a loop iteration, the stages one
+  allocation indexed by the phase's parity, both operands' copies issued right after each phase's
+  barrier. Half the code; for G12's conflicted copies of A, all issued at once, it runs slower
+  (docs/notes/g12t.md), so G12 keeps the named stages.
+* ``VEC`` = 4: 16-byte copies of an A contiguous along m (G12T's transposed A) and of B.
 * Per k-step a thread reads its 16 A values (4 x LDS.128) and 8 B values (2 x LDS.128): a
   [128 x 1] view of As[k] and a [1 x 256] view of Bs[k] loaded in the accumulator's layout,
   then 128 ``gl.fma`` (FFMA, never tensor cores) of their broadcast product.
@@ -98,6 +103,8 @@ A_LANES_K = 4
 # cost Triton 3.6 no barrier (slices of one would)
 B_STEP = 8
 NAME = "G12"
+# one phase a loop iteration on stages indexed by its parity, not two on named stages
+INDEXED = False
 
 # (row, column) offset added by each bit of the register index, the lane and the warp.
 ACC_BASES = dict(
@@ -199,6 +206,54 @@ def _last_phase(acc, av, bv, a_cur, b_cur, BK: gl.constexpr, ACC: gl.constexpr, 
     return acc
 
 
+@gluon.jit
+def _phase_indexed(acc, av, bv, a_s, b_s, s, a_tile, b_tile, koff, K, stride_ak, stride_bk,
+                   BK: gl.constexpr, ACC: gl.constexpr):
+    """One phase on stage ``s`` of the indexed stages (a_s, b_s), fragments read a k-step ahead.
+    Its last k-step waits for the other stage's copies, and after the one barrier that publishes
+    them and frees this stage it copies the K-tile at ``koff`` (two phases on) into this stage, the
+    copies' writes then behind the barrier that the reads before them need; past K it copies the
+    last K-tile again, into a stage no phase reads."""
+    for k in gl.static_range(BK):
+        if k == BK - 1:
+            _ac.wait_group(0)
+            cta_barrier()
+            kc = gl.minimum(koff, K - BK)
+            async_copy(a_s.index(s), a_tile + kc * stride_ak)
+            async_copy(b_s.index(s), b_tile + kc * stride_bk)
+            _ac.commit_group()
+            an, bn = _fragments(a_s.index(1 - s), b_s.index(1 - s), 0, ACC)
+        else:
+            an, bn = _fragments(a_s.index(s), b_s.index(s), k + 1, ACC)
+        acc = gl.fma(av, bv, acc)
+        av, bv = an, bn
+    return acc, av, bv
+
+
+@gluon.jit
+def _named_stages(acc, av, bv, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, koff, phases, stride_ak,
+                  stride_bk, BK: gl.constexpr, B_STEP: gl.constexpr, ACC: gl.constexpr,
+                  AHEAD: gl.constexpr):
+    """Phases 1 .. phases - 1 on two named stages, two per iteration: stage 0 then stage 1; an odd
+    one after the loop, so that no branch inside it leaves a stage read after its barrier (the next
+    iteration's copy into it would need another barrier). The last phase reads the stage its tile
+    was copied into: 0 for an odd number of phases."""
+    for _p in range(1, phases - 1, 2):
+        acc, av, bv = _phase(acc, av, bv, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, koff,
+                             stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
+        koff += BK
+        acc, av, bv = _phase(acc, av, bv, a_s1, b_s1, a_s0, b_s0, a_tile, b_tile, koff,
+                             stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
+        koff += BK
+    if phases % 2 == 0:
+        acc, av, bv = _phase(acc, av, bv, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, koff,
+                             stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
+        acc = _last_phase(acc, av, bv, a_s1, b_s1, BK, ACC, AHEAD)
+    else:
+        acc = _last_phase(acc, av, bv, a_s0, b_s0, BK, ACC, AHEAD)
+    return acc
+
+
 # K is not specialised on its value: with K = 1 the number of phases would be a constant, and
 # Triton 3.6 does not lower the kernel then (an assertion in ConvertTritonGPUToLLVM); at 4096^3 the
 # main loop's SASS is the same either way but for its bound's compare
@@ -208,34 +263,53 @@ def g12_kernel(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, A_LANES_K: gl.constexpr,
-    B_STEP: gl.constexpr, AHEAD: gl.constexpr,
+    B_STEP: gl.constexpr, AHEAD: gl.constexpr, VEC: gl.constexpr = 1, INDEXED: gl.constexpr = False,
 ):
     """C[M, N] = A[M, K] @ B[K, N] in FP32; one program computes one BM x BN tile of C."""
     gl.static_assert(gl.num_warps() == 8)
     ACC: gl.constexpr = ACC_LAYOUT
     # A's K-tile [BK, BM]: lanes -> A_LANES_K values of k (fastest) x 32 / A_LANES_K rows, the
-    # warps -> the rest of k (at most 8 deep), then rows
+    # warps -> the rest of k (at most 8 deep), then rows. VEC = 4 (A contiguous along m, as the
+    # view of a transposed A is: G12T): a lane copies 4 rows of one k, 16 bytes, the warp 128 rows
     WK: gl.constexpr = BK // A_LANES_K if BK // A_LANES_K < 8 else 8
-    LA: gl.constexpr = gl.BlockedLayout([1, 1], [A_LANES_K, 32 // A_LANES_K], [WK, 8 // WK], [0, 1])
-    # B's K-tile [BK, BN]: thread tid -> column tid, register c -> row c
-    LB: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [1, 8], [1, 0])
+    if VEC == 1:
+        LA: gl.constexpr = gl.BlockedLayout([1, 1], [A_LANES_K, 32 // A_LANES_K], [WK, 8 // WK], [0, 1])
+    else:
+        LA: gl.constexpr = gl.BlockedLayout([1, VEC], [1, 32], [8, 1], [1, 0])
+    # B's K-tile [BK, BN]: thread tid -> column tid (VEC = 4: columns 4 tid .. 4 tid + 3 of a row a
+    # warp), register c -> row c
+    if VEC == 1:
+        LB: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [1, 8], [1, 0])
+    else:
+        LB: gl.constexpr = gl.BlockedLayout([1, VEC], [1, 32], [8, 1], [1, 0])
     # As[k][m] and Bs[k][n], plain row-major: cp.async takes no padded layout (module docstring)
     SMEM: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
 
     pid_n = gl.program_id(0)  # blockIdx.x: columns of C
     pid_m = gl.program_id(1)  # blockIdx.y: rows
 
-    a_s0 = gl.allocate_shared_memory(gl.float32, [BK, BM], SMEM)
-    a_s1 = gl.allocate_shared_memory(gl.float32, [BK, BM], SMEM)
-    b_s0 = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM)
-    b_s1 = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM)
+    if INDEXED:
+        a_s = gl.allocate_shared_memory(gl.float32, [2, BK, BM], SMEM)
+        b_s = gl.allocate_shared_memory(gl.float32, [2, BK, BN], SMEM)
+        a_s0 = a_s.index(0)
+        b_s0 = b_s.index(0)
+    else:
+        a_s0 = gl.allocate_shared_memory(gl.float32, [BK, BM], SMEM)
+        a_s1 = gl.allocate_shared_memory(gl.float32, [BK, BM], SMEM)
+        b_s0 = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM)
+        b_s1 = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM)
 
     # sources at k = 0; rows past M read row M - 1, columns past N column N - 1
+    # (VEC = 4: M and N multiples of 4; a copy's 4 rows or columns together, past the edge the last 4)
     ak = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
-    am = gl.minimum(pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, LA)), M - 1)
+    am = gl.arange(0, BM, layout=gl.SliceLayout(0, LA))
+    am = gl.max_contiguous(gl.multiple_of(gl.minimum(pid_m * BM + am // VEC * VEC, M - VEC) + am % VEC,
+                                          VEC), VEC)
     a_tile = a_ptr + am[None, :] * stride_am + ak[:, None] * stride_ak  # [BK, BM]: As[k][m]'s source
     bk = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
-    bn = gl.minimum(pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, LB)), N - 1)
+    bn = gl.arange(0, BN, layout=gl.SliceLayout(0, LB))
+    bn = gl.max_contiguous(gl.multiple_of(gl.minimum(pid_n * BN + bn // VEC * VEC, N - VEC) + bn % VEC,
+                                          VEC), VEC)
     b_tile = b_ptr + bk[:, None] * stride_bk + bn[None, :] * stride_bn  # [BK, BN]
 
     phases = gl.cdiv(K, BK)
@@ -245,29 +319,35 @@ def g12_kernel(
     async_copy(a_s0, a_tile, mask=ak[:, None] < k_first)
     async_copy(b_s0, b_tile, mask=bk[:, None] < k_first)
     _ac.commit_group()
-    _ac.wait_group(0)
+    if INDEXED:
+        # phase 1 into stage 1 (with one phase: the K-tile at 0 again, masked to K, never read),
+        # before the barrier
+        kc = gl.maximum(gl.minimum(k_first, K - BK), 0)
+        async_copy(a_s.index(1), a_tile + kc * stride_ak, mask=ak[:, None] + kc < K)
+        async_copy(b_s.index(1), b_tile + kc * stride_bk, mask=bk[:, None] + kc < K)
+        _ac.commit_group()
+        _ac.wait_group(1)
+    else:
+        _ac.wait_group(0)
     cta_barrier()
 
     acc = gl.zeros([BM, BN], gl.float32, ACC)
     av, bv = _fragments(a_s0, b_s0, 0, ACC)  # read ahead (AHEAD) or again by k-step 0
     koff = k_first  # first k of the K-tile being copied
-    # phases 1 .. phases - 1, two per iteration: stage 0 then stage 1 (named, not indexed); an odd
-    # one after the loop, so that no branch inside it leaves a stage read after its barrier (the
-    # next iteration's copy into it would need another barrier)
-    for _p in range(1, phases - 1, 2):
-        acc, av, bv = _phase(acc, av, bv, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, koff,
-                             stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
+    if INDEXED:
+        # one phase an iteration, the stages indexed by its parity: half the loop's code. Each
+        # phase's last k-step copies two phases on into the stage it frees
         koff += BK
-        acc, av, bv = _phase(acc, av, bv, a_s1, b_s1, a_s0, b_s0, a_tile, b_tile, koff,
-                             stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
-        koff += BK
-    # the last phase reads the stage its tile was copied into: 0 for an odd number of phases
-    if phases % 2 == 0:
-        acc, av, bv = _phase(acc, av, bv, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, koff,
-                             stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
-        acc = _last_phase(acc, av, bv, a_s1, b_s1, BK, ACC, AHEAD)
+        for p in range(0, phases - 1):
+            acc, av, bv = _phase_indexed(acc, av, bv, a_s, b_s, p % 2, a_tile, b_tile, koff, K,
+                                         stride_ak, stride_bk, BK, ACC)
+            koff += BK
+        s = (phases - 1) % 2
+        acc = _last_phase(acc, av, bv, a_s.index(s), b_s.index(s), BK, ACC, AHEAD)
+        _ac.wait_group(0)  # the last copy, of a K-tile no phase reads, lands before the exit
     else:
-        acc = _last_phase(acc, av, bv, a_s0, b_s0, BK, ACC, AHEAD)
+        acc = _named_stages(acc, av, bv, a_s0, b_s0, a_s1, b_s1, a_tile, b_tile, koff, phases,
+                            stride_ak, stride_bk, BK, B_STEP, ACC, AHEAD)
 
     cm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, ACC))
     cn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, ACC))
@@ -275,21 +355,25 @@ def g12_kernel(
     gl.store(c_ptrs, acc, mask=(cm[:, None] < M) & (cn[None, :] < N))
 
 
-def _check_schedule() -> None:
-    """Refuses a copy schedule the kernel would get wrong: B's copy issued at k-step ``B_STEP`` of a
-    phase needs 0 <= B_STEP < BK (else no k-step issues it and B's tile is never copied), and A's
-    copy map needs ``A_LANES_K`` lanes along k dividing the warp's 32 lanes and BK."""
-    if not 0 <= B_STEP < BK:
-        raise ValueError(f"G12: B_STEP = {B_STEP} is not a k-step of the phase (0 .. {BK - 1}): "
+def check_schedule(name: str, b_step: int, a_lanes_k: int, indexed: bool, ahead: bool) -> dict:
+    """The schedule's constexprs for :func:`g12_kernel`, or ValueError naming a schedule it would get
+    wrong: B's copy issued at k-step ``b_step`` of a phase needs 0 <= b_step < BK (else no k-step
+    issues it and B's tile is never copied), A's copy map ``a_lanes_k`` lanes along k dividing the
+    warp's 32 lanes and BK, and the indexed stages (which copy at each phase's end) read ahead."""
+    if not 0 <= b_step < BK:
+        raise ValueError(f"{name}: B_STEP = {b_step} is not a k-step of the phase (0 .. {BK - 1}): "
                          "B's copy would never be issued")
-    if A_LANES_K < 1 or 32 % A_LANES_K or BK % A_LANES_K:
-        raise ValueError(f"G12: A_LANES_K = {A_LANES_K} does not divide 32 lanes and BK = {BK}")
+    if a_lanes_k < 1 or 32 % a_lanes_k or BK % a_lanes_k:
+        raise ValueError(f"{name}: A_LANES_K = {a_lanes_k} does not divide 32 lanes and BK = {BK}")
+    if indexed and not ahead:
+        raise ValueError(f"{name}: INDEXED stages read the fragments a k-step ahead; AHEAD = False is "
+                         "not offered with them")
+    return dict(A_LANES_K=a_lanes_k, B_STEP=b_step, AHEAD=ahead, INDEXED=indexed)
 
 
 def _options() -> dict:
     """The schedule's constexprs, as the module states them now."""
-    _check_schedule()
-    return dict(A_LANES_K=A_LANES_K, B_STEP=B_STEP, AHEAD=AHEAD)
+    return check_schedule(NAME, B_STEP, A_LANES_K, INDEXED, AHEAD)
 
 
 def matmul(a, b, out=None):

@@ -303,6 +303,16 @@ KERNELS: tuple[Kernel, ...] = (
         "(docs/notes/g15.md).",
     ),
     Kernel(
+        "G12T", "triton", "G12's kernel on A transposed first: A's copies as B's (16-byte, no bank "
+        "conflict), one phase a loop iteration",
+        target="triton_kernels.g12t_gluon:matmul", threads=256, tile=(128, 256, 16),
+        source="triton_kernels/g12_gluon.py", symbol="g12_kernel", twin="K12", gluon=True,
+        notes="A Gluon kernel writes A^T first (2 M K 4 bytes, in every call's time); G12's kernel then "
+        "copies it as it copies B, into an unpadded As without bank conflicts, and runs one phase a "
+        "loop iteration on stages indexed by its parity, so that its loop's code is K12's size "
+        "(docs/notes/g12t.md).",
+    ),
+    Kernel(
         "TD", "triton", "twin of KD: a program per 64 columns and all of K, no split across programs",
         target="triton_kernels.td_decode:matmul", threads=128, source="triton_kernels/td_decode.py",
         symbol="decode_kernel", twin="KD", num_stages=4, meant_for="decode",
