@@ -1,10 +1,11 @@
-"""G12T, G12's kernel on a transposed A: its loop's SASS, its copies, its launcher, its results.
+"""G12T, G12's kernel on a transposed A, and TAT, tl.dot on it: their loops' SASS, G12T's copies,
+the launchers, the results.
 
 The CPU tests compile for sm_90 ahead of time (Gluon has no interpreter): one phase a loop
 iteration with K12's loads and G12's FFMAs, 16-byte copies of both operands whose writes into
 shared memory meet no bank conflict (G12's copies of A do), and the transposition's 16-byte global
 accesses. The GPU tests check results against float64 on ragged shapes, both copy widths and
-strided operands.
+strided operands; TAT's against float64 as well, its loads of A on At being K12's kind.
 """
 
 from __future__ import annotations
@@ -156,3 +157,40 @@ def test_g12t_takes_strided_operands_and_writes_only_its_output():
     assert torch.allclose(out.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
     assert torch.isnan(big[70:]).all() and torch.isnan(big[:, 132:]).all()
     assert torch.equal(g12t.transpose(a), a.t())
+
+
+@NEEDS_CUOBJDUMP
+def test_tat_reads_a_tile_of_at_with_16_byte_loads(tmp_path):
+    _module()  # the transposition is G12T's Gluon kernel
+    from triton_kernels import tat_transposed as tat
+
+    instrs, loop = _loop(tat.aot_spec(), tmp_path)
+    ops = Counter(i.opcode for i in loop)
+    # 128 x 128 x 32 on 256 threads: 64 outputs a thread, 32 k-steps of 64 FFMA; a 16-byte copy per
+    # 4 floats of the tiles, (128 * 32 + 32 * 128) / 4 / 256 = 8
+    assert ops["FFMA"] == 32 * 64, ops
+    assert sum(n for o, n in ops.items() if o.startswith("LDGSTS") and o.endswith(".128")) == 8, ops
+    assert sass.histogram(instrs)["LDL"] == 0, "register spills"
+
+
+def test_tat_refuses_a_cpu_tensor_before_launch():
+    torch = pytest.importorskip("torch")
+    _module()
+    from triton_kernels import tat_transposed as tat
+
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        tat.matmul(torch.ones(8, 8), torch.ones(8, 8))
+    with pytest.raises(ValueError, match="inner dimensions"):
+        tat.matmul(torch.ones(8, 8), torch.ones(4, 8))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (1, 4, 4), (129, 257, 17), (130, 258, 33),
+                                   *experiments.CHECK_SHAPES], ids=lambda s: "x".join(map(str, s)))
+def test_tat_matches_float64(shape):
+    _module()
+    from triton_kernels import tat_transposed as tat
+
+    M, N, K = shape
+    err = bench.check(tat.matmul, M, N, K, seed=M + 5 * N + 3 * K)
+    assert math.isfinite(err) and err <= bench.TOLERANCE, f"TAT at {M}x{N}x{K}: relative error {err:.2e}"

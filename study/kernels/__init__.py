@@ -318,6 +318,13 @@ KERNELS: tuple[Kernel, ...] = (
         symbol="decode_kernel", twin="KD", num_stages=4, meant_for="decode",
     ),
     Kernel(
+        "TAT", "triton", "Triton SGEMM (ieee) on A transposed first: 128x128x32, 8 warps, 3 stages",
+        target="triton_kernels.tat_transposed:matmul", threads=256, tile=(128, 128, 32),
+        source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", num_stages=3,
+        notes="G12T's transposition writes A^T first, in every call's time; tl.dot then reads A's tile "
+        "contiguous along m (docs/notes/g12t.md).",
+    ),
+    Kernel(
         "TA", "triton", "autotuned Triton SGEMM (ieee), keyed on (M, N, K)",
         target="triton_kernels.ta_autotuned:matmul", source="triton_kernels/tile.py",
         symbol="tiled_matmul_kernel", tuned="triton_kernels.ta_autotuned:best_config",

@@ -1,0 +1,43 @@
+"""TAT: Triton's ``tl.dot`` (FP32, ``input_precision="ieee"``) on A transposed first.
+
+The tiled kernel of the twins and TA (:func:`triton_kernels.tile.tiled_matmul_kernel`) takes any
+strides. Given A^T's view (stride 1 along m) rather than row-major A, its A tile arrives contiguous
+along m, as K12 holds A in shared memory (As[k][m]), and a thread's 16-byte shared loads of A then
+hold 4 rows at one k rather than 4 values of k of one row. The loop's instruction counts are the
+same either way (2,048 FFMA, 160 LDS.128 and 8 16-byte copies a 32-deep K-tile); the registers
+fall from 184 to 130 and the time by a tenth (docs/notes/g12t.md). The transposition is G12T's
+kernel (:func:`triton_kernels.g12t_gluon.transpose`, 2 M K 4 bytes moved), part of every call's
+time.
+
+The tile: 128 x 128 x 32 on 8 warps, 3 stages, GROUP_M = 8, the fastest of the tiles tried on A^T at
+4096^3 on the H200, where it also runs faster than on row-major A (docs/notes/g12t.md).
+"""
+
+from __future__ import annotations
+
+from triton_kernels.tile import aot_spec as tile_aot_spec
+from triton_kernels.tile import check_operands, launch_tiled
+
+BM, BN, BK = 128, 128, 32
+NUM_WARPS, NUM_STAGES, GROUP_M = 8, 3, 8
+
+
+def matmul(a, b, out=None):
+    """``out = a @ b`` (FP32, any strides): A transposed into a workspace, then ``tl.dot`` on its
+    view."""
+    from triton_kernels import g12t_gluon
+
+    out = check_operands(a, b, out)
+    if a.device.type != "cuda":  # the transposition is a Gluon kernel: no CPU interpreter
+        raise ValueError(f"TAT: the transposition needs CUDA tensors (Gluon), got {a.device}")
+    return launch_tiled(g12t_gluon.transpose(a).t(), b, out, BM, BN, BK, NUM_WARPS, NUM_STAGES,
+                        group_m=GROUP_M)
+
+
+def aot_spec(num_stages: int = NUM_STAGES, shape: tuple[int, int, int] | None = None):
+    """The product's kernel as TAT launches it (on At.T: stride 1 along m, M along k) for
+    ``aot.compile_sass_target``."""
+    spec = tile_aot_spec(BM=BM, BN=BN, BK=BK, num_warps=NUM_WARPS, num_stages=num_stages, shape=shape,
+                         group_m=GROUP_M)
+    spec.args.update(stride_am=1, stride_ak=spec.args["M"])
+    return spec
