@@ -58,3 +58,14 @@ def test_only_the_latest_profile_of_a_kernel_and_shape_counts():
     ncu = pd.DataFrame(ncu_rows("K12", "old", run_id="r1") + ncu_rows("K12", "abc", run_id="r2"))
     current, stale = currency.split(ncu, pd.DataFrame([timed("K12", "abc")]))
     assert set(current["run_id"]) == {"r2"} and len(stale) == 0
+
+
+def test_a_call_of_several_kernels_is_read_whole():
+    # G12T's call: its transposition, then the product the registry names; both read in one profile
+    ncu = pd.DataFrame(ncu_rows("G12T", "abc", ncu_kernel="transpose_kernel")
+                       + [{**r, "launch": 1} for r in ncu_rows("G12T", "abc", ncu_kernel="g12_kernel")])
+    current, stale = currency.split(ncu, pd.DataFrame([timed("G12T", "abc", symbol="g12_kernel")]))
+    assert len(stale) == 0 and set(current["ncu_kernel"]) == {"transpose_kernel", "g12_kernel"}
+    # neither of the kernels read is the one the timed rows name: stale, both named
+    _, stale = currency.split(ncu, pd.DataFrame([timed("G12T", "abc", symbol="g15_kernel")]))
+    assert stale["why"].iloc[0] == "read of g12_kernel, transpose_kernel; the timed rows launched g15_kernel"

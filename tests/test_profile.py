@@ -216,6 +216,27 @@ def test_counters_combine_launches_and_scale_time_units(tmp_path):
     assert cells[8] == f"{4000 / (64**3 / 32):.3f}"
 
 
+def test_stalls_per_issue_combine_by_instructions_rates_by_time():
+    from study.derive import counters
+
+    stall = "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio"
+
+    def rows(launch, t, inst, issue, mio):
+        base = {"launch": launch}
+        return [{**base, "metric": "gpu__time_duration.sum", "value": t},
+                {**base, "metric": "smsp__inst_executed.sum", "value": inst},
+                {**base, "metric": "smsp__issue_active.avg.pct_of_peak_sustained_active", "value": issue},
+                {**base, "metric": stall, "value": mio}]
+
+    # a short launch of few instructions that waits a lot per instruction (a transposition), then a
+    # long one of many: 10 + 990 time units, 2 + 998 instructions
+    got = counters.combined(pd.DataFrame(rows(0, 10.0, 2.0, 14.0, 40.0) + rows(1, 990.0, 998.0, 84.0, 0.0)))
+    assert got[stall] == pytest.approx((2 * 40.0 + 998 * 0.0) / 1000)  # 0.08, not 10 / 1000 * 40 = 0.4
+    assert got["smsp__issue_active.avg.pct_of_peak_sustained_active"] == pytest.approx(
+        (10 * 14.0 + 990 * 84.0) / 1000)
+    assert got["smsp__inst_executed.sum"] == 1000.0
+
+
 def test_counters_latest_profile_wins(tmp_path):
     def row(run_id, t):
         return {"kernel": "TA", "M": 64, "N": 64, "K": 64, "launch": 0, "run_id": run_id,

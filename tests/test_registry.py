@@ -313,3 +313,13 @@ def test_the_source_profile_pairs_each_rung_with_its_gluon_twin():
             before = [i for i in got[:got.index(k.id)] if i not in gluon]
             assert before[-1] == k.twin
     assert set(got) >= {k.id for k in kernels.tuned_kernels()}
+
+
+def test_the_free_tl_dot_kernels_are_fp32_and_for_every_shape():
+    # the tile-gap table's tl.dot candidates beside a rung's own twins: no Gluon kernel, no twin, no
+    # decode kernel, no tensor-core product
+    got = kernels.free_tl_dot_kernels()
+    assert {"TA", "TAT"} <= {k.id for k in got}
+    for k in got:
+        assert k.impl == "triton" and not k.gluon and not k.twin and not k.meant_for and k.precision == "fp32"
+    assert not {"TD", "TC", "TT", "TX", "G12T"} & {k.id for k in got}

@@ -84,15 +84,21 @@ def _joined(g: pd.DataFrame, column: str) -> str:
 
 def combined(g: pd.DataFrame) -> pd.Series:
     """Metric -> value of one kernel and shape's rows (``metric``, ``value``, ``launch``; values
-    numeric, times in ns): counts (``.sum``) added over the launches, rates and ratios weighted by
-    each launch's duration (evenly where a duration is missing)."""
+    numeric, times in ns): counts (``.sum``) added over the launches, stalls per issued instruction
+    weighted by each launch's instructions, other rates and ratios by its duration (evenly where a
+    weight is missing)."""
     wide = g.pivot_table(index="launch", columns="metric", values="value", aggfunc="last")
-    dur = _num(wide, NCU["time"])
     even = pd.Series(1 / len(wide), index=wide.index)
-    w = dur / dur.sum() if dur.notna().all() and dur.sum() > 0 else even
+
+    def weights(metric: str) -> pd.Series:
+        x = _num(wide, metric)
+        return x / x.sum() if x.notna().all() and x.sum() > 0 else even
+
+    by_time, by_inst = weights(NCU["time"]), weights(NCU["inst"])
     agg = {}
     for name in wide.columns:
         col = _num(wide, name)
+        w = by_inst if STALL.match(name) else by_time
         agg[name] = col.sum() if name.endswith(".sum") else float((col * w).sum(min_count=1))
     return pd.Series(agg, dtype=float)
 

@@ -1,5 +1,6 @@
 """Triton against the hand-written tile: for each CUDA rung from the first that has a Gluon twin
-on, the fastest ``tl.dot`` kernel set beside it (its ``tl.dot`` twins and the autotuned kernels)
+on, the fastest ``tl.dot`` kernel set beside it (its ``tl.dot`` twins and the ``tl.dot`` kernels
+that choose their own tile: the autotuned one, TAT)
 and the fastest Gluon twin of its block tile; their speed over the rung's across the run's passes,
 and what the counters and the SASS put on the gap (``docs/method.md#tile-gap``).
 
@@ -230,7 +231,7 @@ def tile_gap(ledger: pd.DataFrame, times: pd.DataFrame, counters: pd.DataFrame |
     start = first_rung_with_gluon(ladder)
     if start is None:
         return None
-    tuned = [k.id for k in registry.tuned_kernels() if k.id in main]
+    free = [k.id for k in registry.free_tl_dot_kernels() if k.id in main]
     sass_rows = ({str(r["kernel"]): r for _, r in sass.iterrows()} if sass is not None and "kernel" in sass
                  else {})
     rows = []
@@ -245,7 +246,7 @@ def tile_gap(ledger: pd.DataFrame, times: pd.DataFrame, counters: pd.DataFrame |
         source = per_instruction(ncu_source, shape)
         twins = registry.twins_of(c.id)
         candidates = {
-            "tl.dot": [t.id for t in twins if not t.gluon] + tuned,
+            "tl.dot": [t.id for t in twins if not t.gluon] + free,
             "Gluon": [t.id for t in twins if t.gluon],
         }
         for kind in KINDS:

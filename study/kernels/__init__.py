@@ -307,10 +307,9 @@ KERNELS: tuple[Kernel, ...] = (
         "conflict), one phase a loop iteration",
         target="triton_kernels.g12t_gluon:matmul", threads=256, tile=(128, 256, 16),
         source="triton_kernels/g12_gluon.py", symbol="g12_kernel", twin="K12", gluon=True,
-        notes="A Gluon kernel writes A^T first (2 M K 4 bytes, in every call's time); G12's kernel then "
-        "copies it as it copies B, into an unpadded As without bank conflicts, and runs one phase a "
-        "loop iteration on stages indexed by its parity, so that its loop's code is K12's size "
-        "(docs/notes/g12t.md).",
+        notes="A Gluon kernel writes A^T first (in every call's time); G12's kernel then copies it as B, "
+        "into an unpadded As without bank conflicts, one phase a loop iteration on stages indexed by "
+        "its parity: its loop's code is K12's size (docs/notes/g12t.md).",
     ),
     Kernel(
         "TD", "triton", "twin of KD: a program per 64 columns and all of K, no split across programs",
@@ -457,6 +456,13 @@ def request_ledger_kernels() -> list[Kernel]:
 def tuned_kernels() -> list[Kernel]:
     """Autotuned kernels (``tuned`` set), in registry order."""
     return [k for k in KERNELS if k.tuned]
+
+
+def free_tl_dot_kernels() -> list[Kernel]:
+    """The ``tl.dot`` kernels that mirror no CUDA kernel and choose their own tile (the autotuned
+    one, and TAT on a transposed A): FP32, for every shape, in registry order."""
+    return [k for k in KERNELS if k.impl == "triton" and not k.gluon and not k.twin and not k.meant_for
+            and k.precision == "fp32"]
 
 
 def pipelined_twins(cuda_kernel_id: str) -> list[Kernel]:

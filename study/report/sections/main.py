@@ -228,9 +228,11 @@ def section_twins(run: Run) -> list[str]:
             f"cuBLAS; winning config: {config_text(r.get('config'))}.",
             "",
         ]
+    timed = set(run.measured["kernel"])  # a kernel's note where this run timed it
     for k in run.kernels.itertuples():
-        if k.impl == "triton" and isinstance(k.notes, str) and k.notes:
-            lines += [f"{k.id} (twin of {k.twin}): {k.idea}. {k.notes}", ""]
+        if k.impl == "triton" and isinstance(k.notes, str) and k.notes and k.id in timed:
+            twin = f" (twin of {k.twin})" if isinstance(k.twin, str) and k.twin else ""
+            lines += [f"{k.id}{twin}: {k.idea}. {k.notes}", ""]
     gl = tw.iloc[0:0]
     if "ratio_gluon" in tw:
         gl = tw[np.isfinite(pd.to_numeric(tw["ratio_gluon"], errors="coerce"))]
@@ -270,7 +272,7 @@ def section_tile_gap(run: Run) -> list[str]:
                        "no CUDA rung with a Gluon twin was timed in the main experiment")
     lines = [
         "For each CUDA rung from the first with a Gluon twin on: the fastest `tl.dot` kernel timed "
-        "beside it (its `tl.dot` twins and the autotuned kernel, whatever its tile) and the fastest "
+        "beside it (its `tl.dot` twins and the `tl.dot` kernels that choose their own tile) and the fastest "
         "Gluon twin of its block tile. *÷ CUDA* is the kernel's speed over the rung's, pass by pass "
         "(above 1: faster). The gap in time is split into two factors, from the counters at the main "
         "shape: *instructions* (the kernel's instructions per warp FMA over the rung's) and *issue* "

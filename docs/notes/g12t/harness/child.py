@@ -14,6 +14,8 @@ from triton_kernels import g12t_gluon  # noqa: E402
 kind = sys.argv[1]
 if len(sys.argv) > 2:  # G12T with another copy width
     g12t_gluon.VEC = int(sys.argv[2])
+if len(sys.argv) > 3:  # and named stages (0) or indexed (1)
+    g12t_gluon.INDEXED = sys.argv[3] == "1"
 launch = g12t_gluon.matmul if kind == "G12T" else kernels.get(kind).launcher
 baseline.pin_fp32()
 M = N = K = 4096

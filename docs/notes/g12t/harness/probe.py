@@ -28,6 +28,7 @@ def emit(row):
 def variant(bstep, lanes, ahead=True):
     def launch(a, b, out):
         g12t.B_STEP, g12t.A_LANES_K, g12t.AHEAD = bstep, lanes, ahead
+        g12t.VEC, g12t.INDEXED = 1, False  # as it ran: 4-byte copies, named stages (added later)
         return g12t.matmul(a, b, out)
     return launch
 
@@ -73,9 +74,10 @@ def time_parts(shape, passes=3):
     at = torch.empty(K, M, device="cuda")
     out = torch.empty(M, N, device="cuda")
     g12t.B_STEP, g12t.A_LANES_K, g12t.AHEAD = 8, 1, True
+    g12t.VEC, g12t.INDEXED = 1, False
     g12t.transpose(a, at)
     assert torch.equal(at, a.t()), "transpose_kernel"
-    opts = g12t._options()
+    opts = {**g12t._options(), "VEC": 1}
     from triton_kernels import g12_gluon as g12
     from triton_kernels import gluon_common as gc
 

@@ -30,7 +30,7 @@ def emit(row):
 
 def variant(bstep, vec):
     def launch(a, b, out):
-        g12t.B_STEP, g12t.VEC = bstep, vec
+        g12t.B_STEP, g12t.VEC, g12t.INDEXED = bstep, vec, False  # named stages, as it ran
         return g12t.matmul(a, b, out)
     return launch
 

@@ -21,7 +21,7 @@ samp() {  # name, regex, command...
   "$NCU" -i "$W/$n.ncu-rep" --page details --csv > "$W/${n}_details.csv" 2>&1
   rm -f "$W/$n.ncu-rep"; echo "$n $(( $(date +%s)-t0 ))" >> "$W/times.txt"
 }
-samp G12T_v4 g12_kernel python3 docs/notes/g12t/harness/child.py G12T 4
+samp G12T_v4 g12_kernel python3 docs/notes/g12t/harness/child.py G12T 4 0
 samp K12 k12 python3 docs/notes/g12t/harness/child.py K12
 cat "$W/times.txt"
 tar czf "$OUT/g12t2.tgz" -C $W .
