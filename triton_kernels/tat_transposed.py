@@ -7,7 +7,7 @@ hold 4 rows at one k rather than 4 values of k of one row. The loop's instructio
 same either way (2,048 FFMA, 160 LDS.128 and 8 16-byte copies a 32-deep K-tile); the registers
 fall from 184 to 130 and the time by a tenth (docs/notes/g12t.md). The transposition is G12T's
 kernel (:func:`triton_kernels.g12t_gluon.transpose`, 2 M K 4 bytes moved), part of every call's
-time.
+time; under the CPU interpreter (``TRITON_INTERPRET=1``), where Gluon does not run, torch transposes.
 
 The tile: 128 x 128 x 32 on 8 warps, 3 stages, GROUP_M = 8, the fastest of the tiles tried on A^T at
 4096^3 on the H200, where it also runs faster than on row-major A (docs/notes/g12t.md).
@@ -16,7 +16,7 @@ The tile: 128 x 128 x 32 on 8 warps, 3 stages, GROUP_M = 8, the fastest of the t
 from __future__ import annotations
 
 from triton_kernels.tile import aot_spec as tile_aot_spec
-from triton_kernels.tile import check_operands, launch_tiled
+from triton_kernels.tile import check_operands, interpreting, launch_tiled
 
 BM, BN, BK = 128, 128, 32
 NUM_WARPS, NUM_STAGES, GROUP_M = 8, 3, 8
@@ -25,13 +25,14 @@ NUM_WARPS, NUM_STAGES, GROUP_M = 8, 3, 8
 def matmul(a, b, out=None):
     """``out = a @ b`` (FP32, any strides): A transposed into a workspace, then ``tl.dot`` on its
     view."""
-    from triton_kernels import g12t_gluon
+    out = check_operands(a, b, out)  # CUDA tensors, or CPU ones under TRITON_INTERPRET=1
+    if interpreting():  # Gluon has no CPU interpreter: torch transposes, the product is interpreted
+        at = a.t().contiguous()
+    else:
+        from triton_kernels import g12t_gluon
 
-    out = check_operands(a, b, out)
-    if a.device.type != "cuda":  # the transposition is a Gluon kernel: no CPU interpreter
-        raise ValueError(f"TAT: the transposition needs CUDA tensors (Gluon), got {a.device}")
-    return launch_tiled(g12t_gluon.transpose(a).t(), b, out, BM, BN, BK, NUM_WARPS, NUM_STAGES,
-                        group_m=GROUP_M)
+        at = g12t_gluon.transpose(a)
+    return launch_tiled(at.t(), b, out, BM, BN, BK, NUM_WARPS, NUM_STAGES, group_m=GROUP_M)
 
 
 def aot_spec(num_stages: int = NUM_STAGES, shape: tuple[int, int, int] | None = None):
