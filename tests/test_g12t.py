@@ -93,6 +93,19 @@ def test_the_transposition_moves_16_bytes_a_lane(tmp_path):
     assert ops["LDG.E.128"] == ops["STG.E.128"] == per_thread, ops
 
 
+def test_it_is_g12s_kernel_and_thread_map_on_at():
+    # G12T launches G12's kernel, whose accumulator layout test_gluon checks against K12's formulas;
+    # only A's strides (At.T: 1 along m, M along k) and the schedule's constexprs differ
+    g12t = _module()
+    g12 = _module("triton_kernels.g12_gluon")
+    spec, ref = g12t.aot_spec(), g12.aot_spec()
+    assert spec.fn is ref.fn is g12.g12_kernel
+    assert (spec.args["stride_am"], spec.args["stride_ak"]) == (1, spec.args["M"])
+    assert (ref.args["stride_am"], ref.args["stride_ak"]) == (ref.args["K"], 1)
+    assert spec.args["VEC"] == 4 and spec.args["INDEXED"] and spec.args["A_LANES_K"] == 1
+    assert (spec.num_warps, spec.args["BM"], spec.args["BN"], spec.args["BK"]) == (8, 128, 256, 16)
+
+
 @pytest.mark.parametrize("shape", experiments.CHECK_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_it_compiles_at_every_check_shape(shape):
     g12t = _module()
