@@ -43,7 +43,9 @@ A_LANES_K = 1
 # indexed stages copy both operands at each phase's end
 B_STEP = 8
 AHEAD = True  # fragments read a k-step ahead (the indexed stages need it)
-MAXNREG = None
+# the register cap the compile takes: ptxas assigns the loop's registers differently under each, and
+# 248 ran fastest of None (255), 224, 232, 240 and 248 (docs/notes/g12t.md)
+MAXNREG = 248
 # 16-byte copies of both operands where M and N are multiples of 4 (else 4-byte ones, any shape)
 VEC = 4
 # one phase a loop iteration on stages indexed by its parity (half the code of two named stages)
