@@ -62,9 +62,9 @@ def unsupported_reason() -> str | None:
 @gluon.jit
 def transpose_kernel(x_ptr, y_ptr, R, C, stride_xr, stride_xc,
                      TR: gl.constexpr, TC: gl.constexpr):
-    """y[c, r] = x[r, c] for a [TR x TC] tile of x; y is [C, R], row-major. x is read along its
-    columns (16 bytes a lane), y written along its columns (16 bytes a lane); the layout
-    conversion between them goes through shared memory."""
+    """y[c, r] = x[r, c] for a [TR x TC] tile of x; y is [C, R], row-major. x's rows are read and
+    y's rows written 16 bytes a lane; the layout conversion between the two goes through shared
+    memory."""
     nw: gl.constexpr = gl.num_warps()
     LX: gl.constexpr = gl.BlockedLayout([1, 4], [32 * 4 // TC, TC // 4], [nw, 1], [1, 0])
     LY: gl.constexpr = gl.BlockedLayout([4, 1], [TR // 4, 32 * 4 // TR], [1, nw], [0, 1])
