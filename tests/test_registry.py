@@ -300,6 +300,7 @@ def test_default_profile():
     assert kernels.BASELINE in got and kernels.last_rung() in got
     assert all(k in got for k in kernels.request_ledger_kernels())
     assert all(k in got for k in kernels.tuned_kernels())
+    assert all(k in got for k in kernels.free_tl_dot_kernels())  # the tile-gap table's tl.dot side
     assert all(k in got for c in kernels.cuda_ladder() for k in [c, *kernels.pipelined_twins(c.id)])
     assert got[:len(kernels.request_ledger_kernels())] == kernels.request_ledger_kernels()
     assert got[-1] is kernels.BASELINE

@@ -320,8 +320,7 @@ KERNELS: tuple[Kernel, ...] = (
         "TAT", "triton", "Triton SGEMM (ieee) on A transposed first: 128x128x32, 8 warps, 3 stages",
         target="triton_kernels.tat_transposed:matmul", threads=256, tile=(128, 128, 32),
         source="triton_kernels/tile.py", symbol="tiled_matmul_kernel", num_stages=3,
-        notes="G12T's transposition writes A^T first, in every call's time; tl.dot then reads A's tile "
-        "contiguous along m (docs/notes/g12t.md).",
+        notes="G12T's transposition writes A^T first, in every call's time (docs/notes/g12t.md).",
     ),
     Kernel(
         "TA", "triton", "autotuned Triton SGEMM (ieee), keyed on (M, N, K)",
@@ -492,9 +491,10 @@ def source_profile() -> list[Kernel]:
 
 
 def default_profile() -> list[Kernel]:
-    """The kernels profiled when none are named: every CUDA rung (the request-ledger kernels
-    first), the pipelined twins of every rung that has them, the tuned kernels and the baseline,
-    each once, in that order."""
+    """The kernels profiled when none are named, each once, in this order: the CUDA rungs (the
+    request-ledger kernels first), their pipelined and Gluon twins, the ``tl.dot`` kernels that
+    choose their own tile (the tuned one first), the baseline."""
     ladder = cuda_ladder()
     twins = [t for c in ladder for t in [*pipelined_twins(c.id), *gluon_twins(c.id)]]
-    return _unique([*request_ledger_kernels(), *ladder, *twins, *tuned_kernels(), BASELINE])
+    return _unique([*request_ledger_kernels(), *ladder, *twins, *tuned_kernels(), *free_tl_dot_kernels()]
+                   + [BASELINE])
