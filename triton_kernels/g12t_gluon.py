@@ -1,11 +1,9 @@
 """G12T: G12's kernel on A transposed ahead of it, so that A's copies are B's (K12's tile and lane map).
 
 G12 (``g12_gluon``) copies A's K-tile [128 x 16] from row-major A into As[k][m], transposing it on
-the way: the lanes of a copy write one column m of several rows k, and in an unpadded As those
-writes meet bank conflicts (each copy of A holds the shared-memory unit 11 wavefronts where K12's
-padded As takes 3). The fragment loads queue behind them, and that is the largest difference
-between G12's warps and K12's (docs/notes/g12.md). Gluon cannot pad As (its module docstring),
-and the layouts that avoid the transposition cost more than they save (G15, docs/notes/g15.md).
+the way, and in an unpadded As those copies meet the bank conflicts its module docstring describes;
+Gluon cannot pad As, and the layouts that avoid the transposition cost more than they save (G15,
+docs/notes/g15.md).
 
 G12T takes the transposition out of the K loop. A first kernel writes At = A^T ([K, M], row-major)
 through shared memory, tile by tile; then G12's kernel runs on the view At.T, whose stride along m
@@ -18,10 +16,10 @@ is 1, so that A is copied as B is:
 * one phase a loop iteration (:data:`INDEXED`): the two stages are one allocation indexed by the
   phase's parity, and each phase's last k-step, after its one barrier, copies the K-tile two phases
   on into the stage it has just freed. G12's loop runs two phases on two named stages, twice K12's
-  code (4,353 instructions against 2,236), and its warps wait on instruction fetch twice as often
-  as K12's; the indexed loop is 2,181. Triton's shared-memory barrier analysis cannot tell the two
-  indexed stages apart and puts a barrier after the copies (two a phase), which the copies right
-  after the phase's own barrier make cheap: the warps arrive together.
+  code, and its warps wait on instruction fetch; the indexed loop is K12's size. Triton's
+  shared-memory barrier analysis cannot tell the two indexed stages apart and puts a barrier after
+  the copies (two a phase), which the copies right after the phase's own barrier make cheap: the
+  warps arrive together.
 
 The transposition reads and writes A once, 2 M K 4 bytes, outside the product's 2 M N K flops; its
 time is part of every call's time. docs/notes/g12t.md has the measurements.

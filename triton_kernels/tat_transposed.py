@@ -3,14 +3,13 @@
 The tiled kernel of the twins and TA (:func:`triton_kernels.tile.tiled_matmul_kernel`) takes any
 strides. Given A^T's view (stride 1 along m) rather than row-major A, its A tile arrives contiguous
 along m, as K12 holds A in shared memory (As[k][m]), and a thread's 16-byte shared loads of A then
-hold 4 rows at one k rather than 4 values of k of one row. The loop's instruction counts are the
-same either way (2,048 FFMA, 160 LDS.128 and 8 16-byte copies a 32-deep K-tile); the registers
-fall from 184 to 130 and the time by a tenth (docs/notes/g12t.md). The transposition is G12T's
+hold 4 rows at one k rather than 4 values of k of one row: the same instructions, fewer registers
+(docs/notes/g12t.md has the counts and the times). The transposition is G12T's
 kernel (:func:`triton_kernels.g12t_gluon.transpose`, 2 M K 4 bytes moved), part of every call's
 time; under the CPU interpreter (``TRITON_INTERPRET=1``), where Gluon does not run, torch transposes.
 
-The tile: 128 x 128 x 32 on 8 warps, 3 stages, GROUP_M = 8, the fastest of the tiles tried on A^T at
-4096^3 on the H200, where it also runs faster than on row-major A (docs/notes/g12t.md).
+The tile: 128 x 128 x 32 on 8 warps, 3 stages, GROUP_M = 8, the fastest of the tiles tried on A^T
+(docs/notes/g12t.md).
 """
 
 from __future__ import annotations
