@@ -124,6 +124,8 @@ def test_the_gpu_named_in_its_gpu_json_takes_its_fitted_set_and_another_the_anch
     theirs = model.predict(body, launch(warps), SHAPE, other)
     assert theirs["ms"] == model.predict(body, launch(warps), SHAPE, H200, c=issue.DEFAULT)["ms"]
     assert model.UNFITTED in theirs["missing"]
+    # the H200's set plays an instruction cache, the anchors do not: the prediction says which
+    assert model.NO_ICACHE not in mine["missing"] and model.NO_ICACHE in theirs["missing"]
     # the H200's set on another GPU is not that GPU's fit
     assert model.UNFITTED in model.predict(body, launch(warps), SHAPE, other, c=h200)["missing"]
 

@@ -140,3 +140,44 @@ def test_reads_of_one_register_bank_hold_the_scheduler_a_cycle_each_beyond_the_f
 def test_a_body_without_scheduling_words_is_refused():
     with pytest.raises(ValueError, match="scheduling word"):
         issue.simulate([Instr(0, "FFMA", "R0, R1, R2, R0")], warps_per_block=1, blocks=1, c=C)
+
+
+def at(addr: int, i: Instr) -> Instr:
+    return Instr(addr, i.opcode, i.operands, i.pred, i.words)
+
+
+def lines_of_code(n: int) -> list[Instr]:
+    """n lines of 8 instructions (16 bytes each, 128 a line) at stall 1, the back edge last."""
+    body = ffmas(8 * n - 1) + [BRA]
+    return [at(16 * k, i) for k, i in enumerate(body)]
+
+
+# an instruction cache of two lines in two sets of one way, refilled in 10 cycles
+ICACHE = dict(icache_lines=2, icache_ways=1, icache_refill=10)
+
+
+def test_lines_that_share_a_set_beyond_its_ways_miss_on_every_pass():
+    """Three lines, two sets of one way: lines 0 and 2 evict each other, line 1 stays. Each pass
+    waits 10 cycles at line 0 and 10 at line 2: 24 instructions in 44 cycles."""
+    c = issue.Constants(**{**C.as_dict(), **ICACHE, "icache_prefetch": 0})
+    r = issue.simulate(lines_of_code(3), warps_per_block=1, blocks=1, c=c)
+    assert r.cycles_per_iteration == 44
+    assert max(r.stalls, key=r.stalls.get) == "no_instruction"
+    assert issue.simulate(lines_of_code(3), 1, 1, C).cycles_per_iteration == 24  # no cache modelled
+
+
+def test_a_line_prefetched_with_the_one_before_it_arrives_sooner():
+    """With one line of prefetch, line 2 is asked for when the warp reaches line 1, 8 cycles before
+    it needs it: it waits 2 cycles there and 10 at line 0 (nothing asks for it ahead of the back
+    edge): 24 instructions in 36 cycles."""
+    c = issue.Constants(**{**C.as_dict(), **ICACHE, "icache_prefetch": 1})
+    assert issue.simulate(lines_of_code(3), warps_per_block=1, blocks=1, c=c).cycles_per_iteration == 36
+
+
+def test_a_loop_whose_lines_fit_its_sets_is_not_played_through_the_cache():
+    c = issue.Constants(**{**C.as_dict(), **ICACHE})
+    assert not issue.overflows([k // 8 for k in range(16)], sets=2, ways=1)  # lines 0 and 1
+    assert issue.overflows([k // 8 for k in range(24)], sets=2, ways=1)  # line 2 joins line 0's set
+    assert issue.overflows(range(257), sets=64, ways=4)  # 32 KB of 4 ways: line 256 is set 0's fifth
+    assert not issue.overflows(range(256), sets=64, ways=4)
+    assert issue.simulate(lines_of_code(2), 4, 1, c) == issue.simulate(lines_of_code(2), 4, 1, C)

@@ -8,7 +8,8 @@ does not state, fitted once for DIR's GPU on a declared set of kernels, with lea
   anchor (:data:`study.predict.issue.DEFAULT`). Moved one at a time from the anchors on the
   H200 run's set, ldg_latency moved the set's error most, barrier_latency and mio_queue next,
   lds_latency less than either; the shared-memory unit's rate is the one the lanes' wavefronts
-  were checked against ncu's with, and bank_cycles 0 or 2 fit the set worse than 1.
+  were checked against ncu's with, and bank_cycles 0 or 2 fit the set worse than 1. Whether the
+  instruction cache is played (icache_lines 0 or 256) is searched; its geometry is not.
 * The objective: the mean of |log(predicted / measured)| over the set at 4096³, so that a
   kernel 10% fast and one 10% slow weigh alike whatever their times.
 * The search: every candidate of the grid (the product of the fields' values, the anchors'
@@ -42,12 +43,14 @@ from study.toolchain import sass
 
 MAIN = check.MAIN
 
-# the fields searched and their values, the anchor's first: 12 candidates, each about 40 s of
-# simulation for the H200 run's set on one core
+# the fields searched and their values, the anchor's first: 24 candidates, each about 40 s of
+# simulation for the H200 run's set on one core; icache_lines 0 leaves the instruction cache out,
+# 256 plays it with the other icache fields at their anchors
 GRID: dict[str, tuple] = {
     "ldg_latency": (600, 800, 1000),
     "mio_queue": (8, 16),
     "barrier_latency": (20, 60),
+    "icache_lines": (0, 256),
 }
 
 # kernels --check predicts that the fit leaves out, and why

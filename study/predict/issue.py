@@ -9,7 +9,13 @@ order. An instruction issues when
 * the **scoreboards** in its wait mask are clear (``DEPBAR.LE SBn, k``: down to k), each set by
   a variable-latency instruction and cleared when its result is written (or its sources read),
 * its **pipe** is free on its scheduler (FP32 / integer / the SM's shared-memory unit),
-* its block is not held at a **barrier** that some of its warps have not reached, and
+* its block is not held at a **barrier** that some of its warps have not reached,
+* its line of code is in its scheduler's **instruction cache** (where the constants model one:
+  ``icache_lines`` > 0): set-associative, least recently used line evicted first; a miss brings
+  the line ``icache_refill`` cycles later and requests the ``icache_prefetch`` lines after it
+  with it; until then the warp waits on ``no_instruction``. A loop whose lines fit the cache
+  (no set holds more of them than its ways) stays resident after its first pass and is not
+  played through the cache, and
 * its scheduler is not still reading the registers of its last instruction: each read of a
   register bank beyond the first, not served by the reuse cache, holds the scheduler's dispatch a
   cycle (``study.toolchain.sass.bank_conflicts_each``, banks = register number mod ``banks``);
@@ -18,7 +24,7 @@ and each scheduler issues at most one instruction per cycle, from the ready warp
 recently. Each warp's state in each cycle
 is counted, by the names ncu uses: ``selected``, ``not_selected``, ``wait``,
 ``short_scoreboard``, ``long_scoreboard``, ``barrier``, ``mio_throttle``, ``math_pipe_throttle``,
-``dispatch_stall``.
+``dispatch_stall``, ``no_instruction``.
 
 Latencies and throughputs are :class:`Constants`, one set per GPU, fitted and stated where they
 are declared. What this returns is the loop's steady state: cycles per iteration of the slowest
@@ -28,7 +34,7 @@ block and the share of scheduler cycles that issued.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -59,6 +65,10 @@ class Constants:
     mio_queue: int = 8  # shared-memory (and, apart, global) accesses a scheduler may have waiting
     banks: int = 4  # register banks: a register's bank is its number mod this
     bank_cycles: int = 1  # dispatch cycles each extra read of one bank costs (sass.bank_conflicts_each)
+    icache_lines: int = 0  # 128-byte lines each scheduler's instruction cache holds (0: not modelled)
+    icache_ways: int = 4  # its associativity: a line's set is its address / 128 mod (lines / ways)
+    icache_refill: int = 40  # cycles from a miss to the line in place, from the SM's next level
+    icache_prefetch: int = 2  # lines after a missed one requested with it (sequential prefetch)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -70,9 +80,14 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 # DIR`` (study.predict.fit: the fields searched, the kernels fitted on and the objective):
 # NVIDIA H200: ``python -m study.predict --fit reports``, on the committed run of f951d507f8db (the
 # commit column of reports/data/results.csv); the committed run of b86aea531732 picks the same.
+# The instruction cache's size, 256 lines (32 KB), is the bracket of ncu's fetch stalls in the run
+# of df8367b86b66: at most 0.03 per issue in every loop of up to 192 lines, 0.06 - 0.17 in every
+# loop of 270 and more; its ways, refill and prefetch are the best of an exploratory grid over the
+# loops of more than 192 lines (docs/notes/predict.md); the fit decides whether it is played.
 FITTED: dict[str, Constants] = {
-    "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, barrier_latency=60),
+    "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, barrier_latency=60, icache_lines=256),
 }
+LINE = 128  # bytes of an instruction-cache line
 
 
 def constants_for(gpu_name: str | None) -> Constants:
@@ -117,6 +132,14 @@ class LoopResult:
     warps: int
     stalls: dict  # reason -> share of the non-issuing scheduler cycles
     pipe_busy: dict  # pipe -> share of cycles busy (fma, alu per scheduler; shared for the SM)
+
+
+def overflows(line_of: Sequence[int], sets: int, ways: int) -> bool:
+    """Whether some set of a cache of ``sets`` sets of ``ways`` lines is asked to hold more of the
+    loop's lines (``line_of``: each instruction's) than its ways: where none is, the loop's code
+    stays resident once fetched."""
+    per_set = Counter(line % sets for line in set(line_of))
+    return any(n > ways for n in per_set.values())
 
 
 def _kind(ins: Instr) -> str:
@@ -216,6 +239,31 @@ class _Sim:
         self.issued = 0
         self.states: Counter = Counter()  # per warp and cycle, counted in the steady state
         self.busy: Counter = Counter()
+        self.line_of = [i.addr // LINE for i in body]
+        self.sets = max(1, c.icache_lines // max(1, c.icache_ways))
+        self.fetching = c.icache_lines > 0 and overflows(self.line_of, self.sets, c.icache_ways)
+        self.lines = set(self.line_of)
+        self.icache = [[OrderedDict() for _ in range(self.sets)] for _ in range(schedulers)]
+
+    def line(self, s: int, line: int, t: int) -> int:
+        """The cycle ``line`` is in scheduler ``s``'s instruction cache, fetching it at ``t`` (its
+        set's least recently used line evicted) where it is not."""
+        held = self.icache[s][line % self.sets]
+        if line not in held:
+            if len(held) >= self.c.icache_ways:
+                held.popitem(last=False)
+            held[line] = t + self.c.icache_refill
+        return held[line]
+
+    def fetched(self, s: int, pc: int, t: int) -> int:
+        """The cycle instruction ``pc``'s line is in place for scheduler ``s``; the lines after it
+        that are not are requested at ``t`` too."""
+        line = self.line_of[pc]
+        ready = self.line(s, line, t)
+        for ahead in range(1, self.c.icache_prefetch + 1):
+            if line + ahead in self.lines:
+                self.line(s, line + ahead, t)
+        return ready
 
     def state(self, w: _Warp, s: int, t: int) -> str | None:
         """Why ``w`` cannot issue its next instruction at cycle ``t`` (None: it can)."""
@@ -223,6 +271,8 @@ class _Sim:
             if self.released.get(w.at_barrier, 1 << 60) > t:
                 return "barrier"
             w.at_barrier = False
+        if self.fetching and self.fetched(s, w.pc, t) > t:
+            return "no_instruction"
         if w.ready_at > t:
             return "wait"
         ins, kind = self.body[w.pc], self.kinds[w.pc]
@@ -274,6 +324,10 @@ class _Sim:
         c = self.c
         ins, kind = self.body[w.pc], self.kinds[w.pc]
         ctl = ins.control
+        if self.fetching:  # the line just read is the set's most recently used
+            line, held = self.line_of[w.pc], self.icache[s][self.line_of[w.pc] % self.sets]
+            if line in held:
+                held.move_to_end(line)
         result_at = None
         if kind == "fma":
             self.fma_free[s] = t + c.fma_cycles

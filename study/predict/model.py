@@ -17,9 +17,10 @@ at the GPU's clock; DRAM as a floor.
 * DRAM floor: A, B and C moved once at the run's measured read bandwidth.
 
 What is not modelled yet is said with the result (``missing``): the code before and after the
-loop, instruction-cache misses, the constants where none are fitted for the GPU (the anchors
-stand in: :func:`study.predict.issue.constants_for`), and for warp-specialised kernels the
-producer warps' own code (only the warps that own outputs run the main loop).
+loop, instruction-cache misses where the constants do not model the cache, the constants where
+none are fitted for the GPU (the anchors stand in: :func:`study.predict.issue.constants_for`),
+and for warp-specialised kernels the producer warps' own code (only the warps that own outputs
+run the main loop, and only their code fills the instruction cache).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from dataclasses import dataclass
 from study.predict import issue
 from study.toolchain import lanes, occupancy, sass
 
-MISSING = ("prologue and epilogue", "instruction cache")
+MISSING = ("prologue and epilogue",)
+NO_ICACHE = "instruction cache"
 UNFITTED = "unfitted constants"
 
 
@@ -121,15 +123,16 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "loop_instructions": len(body),
         "loop_ffma": ffma,
         "dram_ms": dram_s * 1e3,
-        "missing": missing(body, l1_cycles, issue.fitted(c, gpu.name)),
+        "missing": missing(body, l1_cycles, issue.fitted(c, gpu.name), c.icache_lines > 0),
     }
 
 
-def missing(body: list, l1_cycles: list | None, fitted: bool = False) -> list[str]:
-    """What this prediction leaves out: always :data:`MISSING`; :data:`UNFITTED` unless the
-    constants are those ``fitted`` for the GPU; the tensor copies' barrier waits where the loop
-    has them; the shared accesses whose lanes' addresses the SASS did not give (priced by width)."""
-    out = list(MISSING) + ([] if fitted else [UNFITTED])
+def missing(body: list, l1_cycles: list | None, fitted: bool = False, icache: bool = False) -> list[str]:
+    """What this prediction leaves out: always :data:`MISSING`; the instruction cache unless the
+    constants model it (``icache``); :data:`UNFITTED` unless the constants are those ``fitted``
+    for the GPU; the tensor copies' barrier waits where the loop has them; the shared accesses
+    whose lanes' addresses the SASS did not give (priced by width)."""
+    out = list(MISSING) + ([] if icache else [NO_ICACHE]) + ([] if fitted else [UNFITTED])
     if any(i.base in ("SYNCS", "UTMALDG", "UBLKCP") for i in body):
         out.append("tensor copies and their barrier waits")
     known = l1_cycles or [None] * len(body)
@@ -145,7 +148,7 @@ RESOURCE = {"mio_throttle": "L1 / shared memory", "short_scoreboard": "shared-me
             "long_scoreboard": "global-memory latency", "math_pipe_throttle": "math pipe",
             "lg_throttle": "L1 / shared memory",
             "barrier": "barrier", "wait": "fixed latency (stall counts)",
-            "dispatch_stall": "register banks"}
+            "dispatch_stall": "register banks", "no_instruction": "instruction fetch"}
 
 
 def _bound(loop: issue.LoopResult) -> str:
