@@ -12,8 +12,9 @@ order. An instruction issues when
 * its block is not held at a **barrier** that some of its warps have not reached,
 * its line of code is in its scheduler's **instruction cache** (where the constants model one:
   ``icache_lines`` > 0): set-associative, least recently used line evicted first; a miss brings
-  the line ``icache_refill`` cycles later and requests the ``icache_prefetch`` lines after it
-  with it; until then the warp waits on ``no_instruction``. A loop whose lines fit the cache
+  the line ``icache_refill`` cycles later, and each line a warp reads has the ``icache_prefetch``
+  lines after it requested where they are not there; until its line is in, the warp waits on
+  ``no_instruction``. A loop whose lines fit the cache
   (no set holds more of them than its ways) stays resident after its first pass and is not
   played through the cache, and
 * its scheduler is not still reading the registers of its last instruction: each read of a
@@ -68,7 +69,7 @@ class Constants:
     icache_lines: int = 0  # 128-byte lines each scheduler's instruction cache holds (0: not modelled)
     icache_ways: int = 4  # its associativity: a line's set is its address / 128 mod (lines / ways)
     icache_refill: int = 40  # cycles from a miss to the line in place, from the SM's next level
-    icache_prefetch: int = 2  # lines after a missed one requested with it (sequential prefetch)
+    icache_prefetch: int = 2  # lines after the one a warp reads that are requested (sequential prefetch)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
