@@ -114,8 +114,10 @@ def test_the_gpu_named_in_its_gpu_json_takes_its_fitted_set_and_another_the_anch
     assert issue.constants_for(H200.name) is h200 and issue.fitted(h200, H200.name)
     assert issue.constants_for("NVIDIA GeForce RTX 4090") is issue.DEFAULT
     assert issue.constants_for(None) is issue.DEFAULT and not issue.fitted(h200, "NVIDIA GeForce RTX 4090")
-    # the stated set is one the fit can return: its fields on the grid, the others the anchors'
-    assert h200 in fit.candidates()
+    # the stated set is one the fit can return: its fields on the grid, the launch and the stream
+    # as the panel gives them, the others the anchors'
+    stream = dataclasses.replace(issue.DEFAULT, launch_us=h200.launch_us, stream_gbps=h200.stream_gbps)
+    assert h200 in fit.candidates(base=stream)
     body, warps, _ = LOOPS["C"]
     mine = model.predict(body, launch(warps), SHAPE, H200)
     assert mine["ms"] == model.predict(body, launch(warps), SHAPE, H200, c=h200)["ms"]
@@ -167,3 +169,33 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, says):
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0] and "Traceback" not in p.stderr
+
+
+def test_the_launch_and_the_stream_come_from_the_vendors_gemv_at_one_row():
+    """Times made as 5 µs + bytes at 4000 GB/s (bytes: A's K, B's K·N, C's N floats) for the
+    faster vendor kernel; the slower one, KD and M = 2 are not read."""
+    import pandas as pd
+
+    rows = []
+    for n, k in [(4096, 4096), (14336, 4096), (152064, 3584)]:
+        us = 5 + 4 * (k + k * n + n) / 4000e3
+        rows += [dict(N=n, K=k, M=1, kernel="K0", status="ok", gpu_us=us),
+                 dict(N=n, K=k, M=1, kernel="K0L", status="ok", gpu_us=us * 1.1),
+                 dict(N=n, K=k, M=1, kernel="KD", status="ok", gpu_us=us * 0.5),
+                 dict(N=n, K=k, M=2, kernel="K0", status="ok", gpu_us=us * 3)]
+    got = fit.stream_fit(pd.DataFrame(rows))
+    assert got == {"launch_us": 5.0, "stream_gbps": 4000, "points": 3}
+    assert fit.stream_fit(pd.DataFrame(rows[:4])) is None  # one size: nothing to fit
+
+
+def test_the_launch_is_added_to_the_larger_of_the_loop_and_the_stream():
+    body, warps, _ = LOOPS["C"]
+    bare = dataclasses.replace(issue.DEFAULT, ldg_latency=700)
+    with_launch = dataclasses.replace(bare, launch_us=10.0)
+    a = model.predict(body, launch(warps), SHAPE, H200, c=bare)
+    b = model.predict(body, launch(warps), SHAPE, H200, c=with_launch)
+    assert b["ms"] == pytest.approx(a["ms"] + 0.010) and b["launch_ms"] == pytest.approx(0.010)
+    # a stream rate replaces the run's read roof in the DRAM floor: 4 bytes per element of A, B, C
+    M, N, K = SHAPE
+    fast = model.predict(body, launch(warps), SHAPE, H200, c=dataclasses.replace(bare, stream_gbps=1000.0))
+    assert fast["dram_ms"] == pytest.approx(4 * (M * K + K * N + M * N) / 1e12 * 1e3)

@@ -10,6 +10,9 @@ does not state, fitted once for DIR's GPU on a declared set of kernels, with lea
   lds_latency less than either; the shared-memory unit's rate is the one the lanes' wavefronts
   were checked against ncu's with, and bank_cycles 0 or 2 fit the set worse than 1. Whether the
   instruction cache is played (icache_lines 0 or 256) is searched; its geometry is not.
+* Before the grid, where DIR has a decode panel: the launch's fixed cost and the DRAM stream's
+  rate (:func:`stream_fit`, on the vendor's GEMV, which no candidate changes), which every
+  candidate then takes.
 * The objective: the mean of |log(predicted / measured)| over the set at 4096³, so that a
   kernel 10% fast and one 10% slow weigh alike whatever their times.
 * The search: every candidate of the grid (the product of the fields' values, the anchors'
@@ -35,6 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from study import cli, kernels
 from study.errors import InputError
@@ -64,6 +68,28 @@ LEFT_OUT = {
 ISSUE_NCU = "ncu_issue_pct"
 
 
+def stream_fit(decode) -> dict | None:
+    """The launch's fixed cost and the DRAM stream's rate, {"launch_us", "stream_gbps", "points"}:
+    time = launch_us + bytes / stream_gbps, least squares over the decode panel's (``decode``, a
+    run's ``decode.csv``) shapes at M = 1, each timed by the faster of the registry's cuBLAS
+    kernels there (a GEMV that streams A, B and C once; no kernel the model predicts); None where
+    the panel has fewer than two sizes."""
+    vendor = {k.id for k in kernels.by_impl("cublas")}
+    d = decode[(decode["status"].astype(str).str.strip() == "ok") & decode["kernel"].astype(str).isin(vendor)]
+    d = d.assign(M=pd.to_numeric(d["M"], errors="coerce"), us=pd.to_numeric(d["gpu_us"], errors="coerce"))
+    d = d[d["M"] == 1].dropna(subset=["us"])
+    best = d.groupby(["N", "K", "kernel"])["us"].median().groupby(level=["N", "K"]).min()
+    if best.empty:
+        return None
+    nbytes = np.array([4.0 * (k + k * n + n) for n, k in best.index])
+    if len(set(nbytes)) < 2:
+        return None
+    (launch, per_byte), *_ = np.linalg.lstsq(np.vstack([np.ones(len(nbytes)), nbytes]).T, best.to_numpy(),
+                                             rcond=None)
+    return {"launch_us": round(float(launch), 1), "stream_gbps": round(1e-3 / float(per_byte)),
+            "points": len(nbytes)}
+
+
 def candidates(grid: dict[str, Sequence] | None = None,
                base: issue.Constants = issue.DEFAULT) -> list[issue.Constants]:
     """The product of the fields' values (``grid``, default :data:`GRID`), the other fields at
@@ -71,6 +97,11 @@ def candidates(grid: dict[str, Sequence] | None = None,
     grid = GRID if grid is None else grid
     names = list(grid)
     return [dataclasses.replace(base, **dict(zip(names, vals))) for vals in itertools.product(*grid.values())]
+
+
+def _anchors(c: issue.Constants) -> bool:
+    """Whether ``c`` holds the anchors in every field the grid searches."""
+    return all(getattr(c, f) == getattr(issue.DEFAULT, f) for f in GRID)
 
 
 def log_errors(predicted: np.ndarray, measured: Sequence[float]) -> np.ndarray:
@@ -114,8 +145,6 @@ def decoded(body: Sequence[sass.Instr]) -> list[sass.Instr]:
 
 def ncu_issue(run) -> dict[str, float]:
     """Each kernel's issue rate at 4096³ from the run's latest ncu profile of it, where it has one."""
-    import pandas as pd
-
     from study.derive.counters import counters
 
     if not run.has("ncu.csv"):
@@ -131,7 +160,10 @@ def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
     autotuned one at the configuration the run timed)."""
     run, gpu, timed, configs, commits = read_run(root)
     loaded, failed = compile_all(timed, arch, functools.partial(load, sms=gpu.sms), configs)
-    cands = candidates()
+    stream = stream_fit(pd.read_csv(run.file("decode.csv"))) if run.has("decode.csv") else None
+    # every candidate takes the launch and the stream as the panel gives them
+    cands = candidates(base=issue.DEFAULT if stream is None else dataclasses.replace(
+        issue.DEFAULT, launch_us=stream["launch_us"], stream_gbps=float(stream["stream_gbps"])))
     loops: dict = {}
 
     def predict(kid: str, c: issue.Constants) -> dict:
@@ -170,10 +202,11 @@ def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
     header = {"fit": "constants", "gpu": gpu.name, "run": commits, "shape": list(MAIN),
               "kernels": fitted_on, "left_out": {k: LEFT_OUT[k] for k in timed if k in LEFT_OUT},
               "not_predicted": failed, "grid": {f: list(v) for f, v in GRID.items()},
-              "candidates": len(cands), "constants": c.as_dict(), "objective": float(objective[chosen]),
+              "candidates": len(cands), "stream": stream, "constants": c.as_dict(),
+              "objective": float(objective[chosen]),
               "objectives": [{**{f: getattr(k, f) for f in GRID}, "objective": float(v)}
                              for k, v in zip(cands, objective)],
-              "anchors_objective": float(objective[0]) if cands[0] == issue.DEFAULT else None,
+              "anchors_objective": float(objective[0]) if _anchors(cands[0]) else None,
               "on_edge": [f for f, v in GRID.items() if getattr(c, f) in (v[0], v[-1])]}
 
     ncu = ncu_issue(run)
@@ -284,6 +317,9 @@ def header_lines(h: dict) -> list[str]:
              f"{len(h['kernels'])} kernels, {h['candidates']} candidates: {fields}",
              "constants: " + ", ".join(f"{k} {v}" for k, v in h["constants"].items()),
              "the set: " + " ".join(h["kernels"]),
+             ("launch and stream: none (the run has no decode panel)" if not h["stream"] else
+              f"launch and stream, from the vendor's GEMV at M = 1 on {h['stream']['points']} shapes of the "
+              f"decode panel: {h['stream']['launch_us']} µs + bytes at {h['stream']['stream_gbps']} GB/s"),
              f"mean |log(predicted / measured)| over the set: {h['objective']:.4f}"
              + ("" if h["anchors_objective"] is None else f" (the anchors: {h['anchors_objective']:.4f})")]
     lines += ["candidate " + ", ".join(f"{f} {o[f]}" for f in GRID) + f": {o['objective']:.4f}"

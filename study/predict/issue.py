@@ -70,6 +70,10 @@ class Constants:
     icache_ways: int = 4  # its associativity: a line's set is its address / 128 mod (lines / ways)
     icache_refill: int = 40  # cycles from a miss to the line in place, from the SM's next level
     icache_prefetch: int = 2  # lines after the one a warp reads that are requested (sequential prefetch)
+    # a launch as CUDA events time it, where the loop's cycles do not reach: a fixed cost, and the
+    # rate at which DRAM streams the operands (0: none, and the run's measured read roof)
+    launch_us: float = 0.0
+    stream_gbps: float = 0.0
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -85,8 +89,11 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 # of df8367b86b66: at most 0.03 per issue in every loop of up to 192 lines, 0.06 - 0.17 in every
 # loop of 270 and more; its ways, refill and prefetch are the best of an exploratory grid over the
 # loops of more than 192 lines (docs/notes/predict.md); the fit decides whether it is played.
+# The launch's fixed cost and the stream's rate are fitted on the vendor's GEMV (study.predict.fit
+# .stream_fit), on the decode panel of the committed run of 6bde200c0500.
 FITTED: dict[str, Constants] = {
-    "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, barrier_latency=60, icache_lines=256),
+    "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, barrier_latency=60, icache_lines=256,
+                             launch_us=8.2, stream_gbps=4429.0),
 }
 LINE = 128  # bytes of an instruction-cache line
 

@@ -14,7 +14,10 @@ at the GPU's clock; DRAM as a floor.
 * Waves: the grid's blocks over the blocks the SMs hold at once, rounded up (the last wave runs
   as long as a full one); a balanced grid (SGEMM_BALANCED) is priced as one wave of as many
   blocks as the SMs hold, each running an even share of the trips: the ideal its cuts approach.
-* DRAM floor: A, B and C moved once at the run's measured read bandwidth.
+* DRAM floor: A, B and C moved once, at the rate the GPU's constants give for a stream
+  (``stream_gbps``), else at the run's measured read bandwidth.
+* Launch: the fixed cost of a launch as CUDA events time it (``launch_us``), added to the larger
+  of the two: what the constants give, fitted on a stream where the loop's cycles say nothing.
 
 What is not modelled yet is said with the result (``missing``): the code before and after the
 loop, instruction-cache misses where the constants do not model the cache, the constants where
@@ -100,8 +103,8 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     waves = math.ceil(blocks / (occ["blocks"] * gpu.sms))
     hz = gpu.sm_clock_mhz * 1e6
     compute_s = waves * trips * loop.cycles_per_iteration / hz
-    dram_s = 4 * (M * K + K * N + M * N) / ((gpu.read_gbps or gpu.dram_gbps()) * 1e9)
-    seconds = max(compute_s, dram_s)
+    dram_s = 4 * (M * K + K * N + M * N) / ((c.stream_gbps or gpu.read_gbps or gpu.dram_gbps()) * 1e9)
+    seconds = c.launch_us * 1e-6 + max(compute_s, dram_s)
     bound = "dram" if dram_s >= compute_s else _bound(loop)
     return {
         "ms": seconds * 1e3,
@@ -123,6 +126,7 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "loop_instructions": len(body),
         "loop_ffma": ffma,
         "dram_ms": dram_s * 1e3,
+        "launch_ms": c.launch_us * 1e-3,
         "missing": missing(body, l1_cycles, issue.fitted(c, gpu.name), c.icache_lines > 0),
     }
 
