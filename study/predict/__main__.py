@@ -43,7 +43,7 @@ from study import cli, kernels
 from study.errors import InputError
 from study.predict import check, model
 from study.rundata.tables import T
-from study.toolchain import sass, tools, trips
+from study.toolchain import sass, tools
 
 DEFAULT_GPU = Path(__file__).resolve().parents[2] / "reports" / "data" / "gpu.json"
 
@@ -102,8 +102,8 @@ def registered(kid: str, shape, arch: str, child=None, config: dict | None = Non
 def _with_passes(instrs, params, launch):
     """((the main loop, its L1 cycles), ``launch`` with the loop's passes the SASS tells) for a
     kernel's ``instrs`` and arguments ``params``."""
-    body, cycles = model.main_loop_of(instrs, params)
-    return (body, cycles), replace(launch, passes=trips.loop_trips(instrs, body, params))
+    body, cycles, passes = model.played_loop(instrs, params)
+    return (body, cycles), replace(launch, passes=passes)
 
 
 def triton_tiled(k, shape, arch: str, child=None, config: dict | None = None):
@@ -132,7 +132,13 @@ def triton_tiled(k, shape, arch: str, child=None, config: dict | None = None):
     return (*_with_passes(sass.dump_sass(t["cubin"], t["name"]), params, launch), t["config"])
 
 
-def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
+def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str, shape=None):
+    """((the loop played, its L1 cycles), the launch, None) of the kernel ``symbol`` of a ``.cu``
+    file. Its arguments are not declared: the SASS's compares are played for SGEMM's usual ones
+    at ``shape`` (int M, N, K, float alpha, A, B, float beta, C: :func:`model.sgemm_params`), and
+    what they give is kept where the loop's passes then account for the shape's multiply-adds
+    (each of the grid's threads doing the loop's FFMAs each pass, within 1%); else the main loop
+    is played without them and the trip count comes from the FFMAs."""
     nvcc = tools.find_nvcc()
     if nvcc is None:
         raise InputError("--cu needs nvcc on PATH")
@@ -154,10 +160,14 @@ def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str):
             raise InputError(f"--symbol {symbol} {why} of the kernels in {path.name}: {held}")
         name = names[0]
         usage = sass.resources_cubin(cubin, name)
-        loop = model.main_loop_of(funcs[name])
     static = max(0, int(usage.get("SHARED", 0)) - (1024 if sm.startswith("sm_9") else 0))
-    return loop, model.Launch(grid=grid, threads=block, smem=static + smem,
-                              registers=int(usage.get("REG", 0))), None
+    launch = model.Launch(grid=grid, threads=block, smem=static + smem, registers=int(usage.get("REG", 0)))
+    if shape is not None:
+        body, cycles, passes = model.played_loop(funcs[name], model.sgemm_params(shape))
+        work = passes * sum(i.base == "FFMA" for i in body) * launch.blocks * block if passes else 0
+        if abs(work - math.prod(shape)) <= 0.01 * math.prod(shape):
+            return (body, cycles), replace(launch, passes=passes), None
+    return model.main_loop_of(funcs[name]), launch, None
 
 
 def check_dir(root: str, arch: str, as_json: bool, write: bool = False) -> int:
@@ -307,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             path = cli.input_file(a.cu, "--cu")
             smem = int(a.smem) if str(a.smem).isdigit() else cli.positive_int(a.smem, "--smem")
             loop, launch, config = from_file(path, a.symbol, _ints(a.grid, "--grid", (2, 3)),
-                                     cli.positive_int(a.block, "--block"), smem, arch)
+                                     cli.positive_int(a.block, "--block"), smem, arch, shape)
             name = a.symbol
         try:
             r = model.predict(loop[0], launch, shape, gpu, arch, l1_cycles=loop[1])

@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass
 
 from study.predict import issue
-from study.toolchain import lanes, occupancy, sass
+from study.toolchain import lanes, occupancy, sass, trips
 
 MISSING = ("prologue and epilogue",)
 NO_ICACHE = "instruction cache"
@@ -166,6 +166,46 @@ def _bound(loop: issue.LoopResult) -> str:
         return "issue"
     lead = next((k for k in loop.stalls if k in RESOURCE), None)
     return RESOURCE[lead] if lead else "issue"
+
+
+NEST_MAX = 16  # the most passes per entry of an inner loop played inside the loop around it
+AROUND = issue.SHARED | issue.GLOBAL | {"BAR"}  # what the loop around must hold to be played
+
+
+def played_loop(instrs: list, params: dict[int, int] | None = None) -> tuple[list, list, float | None]:
+    """(the loop the simulation plays, the cycles each of its instructions holds the L1 / shared-
+    memory unit as :func:`main_loop_of` gives them, the passes one block runs of it: None where
+    the SASS does not tell). That is the main loop (:func:`study.toolchain.sass.main_loop`), except
+    where the compiler left a short loop over a tile's k rolled inside the loop over tiles: when the
+    main loop runs at most :data:`NEST_MAX` passes per entry (its compare, played for the kernel's
+    arguments ``params``: :mod:`study.toolchain.trips`) and the shortest loop around it holds the
+    tile's copies or barriers (:data:`AROUND`), the loop around is played, the main loop written
+    out in it as many times as it runs."""
+    body = sass.main_loop(instrs)
+    passes = trips.loop_trips(instrs, body, params) if body else None
+    outer = _around(instrs, body)
+    if outer and passes is not None and float(passes).is_integer() and 2 <= passes <= NEST_MAX:
+        i0 = outer.index(body[0])
+        i1 = i0 + len(body)
+        if any(i.base in AROUND for i in outer[:i0] + outer[i1:]):
+            cycles = lanes.l1_cycles(instrs, outer, params)
+            n = int(passes)
+            return (outer[:i0] + body * n + outer[i1:], cycles[:i0] + cycles[i0:i1] * n + cycles[i1:],
+                    trips.loop_trips(instrs, outer, params))
+    return body, lanes.l1_cycles(instrs, body, params), passes
+
+
+def _around(instrs: list, body: list) -> list:
+    """The shortest loop of ``instrs`` that holds the loop ``body`` and more ([] where none does)."""
+    if not body:
+        return []
+    at = {ins.addr: i for i, ins in enumerate(instrs)}
+    s, e = at[body[0].addr], at[body[-1].addr]
+    holding = [(s2, e2) for s2, e2 in sass.find_loops(instrs) if s2 <= s and e <= e2 and (s2, e2) != (s, e)]
+    if not holding:
+        return []
+    s2, e2 = min(holding, key=lambda se: se[1] - se[0])
+    return list(instrs[s2 : e2 + 1])
 
 
 def main_loop_of(instrs: list, params: dict[int, int] | None = None) -> tuple[list, list]:
