@@ -90,35 +90,32 @@ NESTED = TOY.replace("toy_sgemm(int M, int N, int K, const float *A",
     "#pragma unroll\n", "#pragma unroll 2\n")
 
 
+def predict_cu(path: Path, source: str, symbol: str, n: int) -> dict:
+    """``--cu`` on ``source`` written to ``path``: one 16 x 16 tile a block of 256 threads, n³."""
+    path.write_text(source)
+    p = run("--cu", str(path), "--symbol", symbol, "--grid", f"{n // 16},{n // 16}", "--block", "256",
+            "--shape", f"{n},{n},{n}", "--json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
 @needs_tools
 def test_a_short_rolled_k_loop_is_played_inside_the_loop_over_tiles(tmp_path):
     """The tile loop runs K / 16 passes, each with the k loop's 8 passes of 2 FFMA written out:
     16 FFMA a pass, with the tile's loads, stores and barriers in the loop played."""
-    src = tmp_path / "nested.cu"
-    src.write_text(NESTED)
     n = 1024
-    p = run("--cu", str(src), "--symbol", "nested", "--grid", f"{n // 16},{n // 16}", "--block", "256",
-            "--shape", f"{n},{n},{n}", "--json")
-    assert p.returncode == 0, p.stderr
-    r = json.loads(p.stdout)
+    r = predict_cu(tmp_path / "nested.cu", NESTED, "nested", n)
     assert r["loop_ffma"] == 16 and r["trips"] == n // 16 and r["trips_from"] == "loop compare"
     # an argument list other than SGEMM's usual one: its compare is not played, the FFMAs count
-    other = tmp_path / "other.cu"
-    other.write_text(NESTED.replace("int M, int N, int K, float alpha,", "float alpha, int M, int N, int K,"))
-    q = json.loads(run("--cu", str(other), "--symbol", "nested", "--grid", f"{n // 16},{n // 16}",
-                       "--block", "256", "--shape", f"{n},{n},{n}", "--json").stdout)
+    q = predict_cu(tmp_path / "other.cu", NESTED.replace("int M, int N, int K, float alpha,",
+                                                         "float alpha, int M, int N, int K,"), "nested", n)
     assert q["trips_from"] == "FFMAs" and q["loop_ffma"] == 2
 
 
 @needs_tools
 def test_any_cu_kernel_is_predicted_from_its_sass_and_launch(tmp_path):
-    src = tmp_path / "toy.cu"
-    src.write_text(TOY)
     n = 1024
-    p = run("--cu", str(src), "--symbol", "toy", "--grid", f"{n // 16},{n // 16}", "--block", "256",
-            "--shape", f"{n},{n},{n}", "--json")
-    assert p.returncode == 0, p.stderr
-    r = json.loads(p.stdout)
+    r = predict_cu(tmp_path / "toy.cu", TOY, "toy", n)
     # the k loop unrolled (16 FFMA), and the K-tile loop too, as nvcc chooses
     assert r["loop_ffma"] % 16 == 0
     assert r["trips"] == pytest.approx(n**3 / ((n // 16) ** 2 * 256 * r["loop_ffma"]))
