@@ -83,8 +83,9 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 
 # One set per GPU, by its name as its gpu.json gives it, fitted by ``python -m study.predict --fit
 # DIR`` (study.predict.fit: the fields searched, the kernels fitted on and the objective):
-# NVIDIA H200: ``python -m study.predict --fit reports``, on the committed run of f951d507f8db (the
-# commit column of reports/data/results.csv); the committed run of b86aea531732 picks the same.
+# NVIDIA H200: ``python -m study.predict --fit reports``, on the committed run of 6bde200c0500 (the
+# commit column of reports/data/results.csv), which picks the latencies the runs of f951d507f8db
+# and b86aea531732 picked, and the instruction cache.
 # The instruction cache's size, 256 lines (32 KB), is the bracket of ncu's fetch stalls in the run
 # of df8367b86b66: at most 0.03 per issue in every loop of up to 192 lines, 0.06 - 0.17 in every
 # loop of 270 and more; its ways, refill and prefetch are the best of an exploratory grid over the
