@@ -47,9 +47,9 @@ from study.toolchain import sass
 
 MAIN = check.MAIN
 
-# the fields searched and their values, the anchor's first: 24 candidates, each about 40 s of
-# simulation for the H200 run's set on one core; icache_lines 0 leaves the instruction cache out,
-# 256 plays it with the other icache fields at their anchors
+# the fields searched and their values, the anchor's first: 24 candidates, each a simulation of
+# the whole set; icache_lines 0 leaves the instruction cache out, 256 plays it with the other
+# icache fields at their anchors
 GRID: dict[str, tuple] = {
     "ldg_latency": (600, 800, 1000),
     "mio_queue": (8, 16),

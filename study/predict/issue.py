@@ -86,10 +86,10 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 # NVIDIA H200: ``python -m study.predict --fit reports``, on the committed run of 6bde200c0500 (the
 # commit column of reports/data/results.csv), which picks the latencies the runs of f951d507f8db
 # and b86aea531732 picked, and the instruction cache.
-# The instruction cache's size, 256 lines (32 KB), is the bracket of ncu's fetch stalls in the run
-# of df8367b86b66: at most 0.03 per issue in every loop of up to 192 lines, 0.06 - 0.17 in every
-# loop of 270 and more; its ways, refill and prefetch are the best of an exploratory grid over the
-# loops of more than 192 lines (docs/notes/predict.md); the fit decides whether it is played.
+# The instruction cache's size, 256 lines (32 KB), lies between the loop sizes where ncu's fetch
+# stalls in the run of df8367b86b66 are negligible and where they are not; its ways, refill and
+# prefetch are the best of an exploratory grid over the larger loops; the counts and the grid are
+# in docs/notes/predict.md. The fit decides whether the cache is played.
 # The launch's fixed cost and the stream's rate are fitted on the vendor's GEMV (study.predict.fit
 # .stream_fit), on the decode panel of the committed run of 6bde200c0500.
 FITTED: dict[str, Constants] = {
