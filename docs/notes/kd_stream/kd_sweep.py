@@ -6,7 +6,9 @@ read-flushed before every repetition), each checked against float64 first.
     python docs/notes/kd_stream/kd_sweep.py OUT.jsonl 2 NAME,NAME    # round 2: these, 3 times each
 
 KD_SWEEP_FAMILY=prefetch selects the second family of variants (the next chunk's loads issued
-before the current chunk's FMAs, KD_PREFETCH, and wider blocks) in place of the first.
+before the current chunk's FMAs, KD_PREFETCH, and wider blocks) in place of the first;
+KD_SWEEP_FAMILY=wave the third (the splits of K interleaved by chunk, KD_INTERLEAVE, beside the
+unsplit wide blocks of the second). KD_SWEEP_MS lists the M timed (default 1,2,4,8).
 
 Run from the repository root on the GPU (docs/notes/kd_stream/run.sh). A variant is
 cuda_kernels/kd_gemv_stream.cu built by nvcc with -D parameters into a shared library
@@ -31,9 +33,20 @@ def hooked() -> Path:
     src = (ROOT / "cuda_kernels" / "kd_gemv_stream.cu").read_text()
     src = src.replace("#define KD_THREADS", "#ifndef KD_LOAD_B\n#define KD_LOAD_B(p) __ldg(p)\n#endif\n#define KD_THREADS", 1)
     assert src.count("? __ldg(p) : zero;") == 1
-    (BUILD / "kd_gemv_stream.cu").write_text(src.replace("? __ldg(p) : zero;", "? KD_LOAD_B(p) : zero;"))
+    src = src.replace("? __ldg(p) : zero;", "? KD_LOAD_B(p) : zero;")
+    # KD_INTERLEAVE 1: split s of K takes the chunks s, s + splits, s + 2 splits, ... in place of
+    # a contiguous range, so that every block of the grid reads the same band of B's rows at a time
+    ranges = ("    const int per_split = (K / 4 + splits - 1) / splits;  // float4 rows of B per split\n"
+              "    const int k_begin = split * per_split, k4s = min(K / 4, k_begin + per_split);\n")
+    loop = "for (int c0 = k_begin; c0 < k4s; c0 += CH) {"
+    assert src.count(ranges) == 1 and src.count(loop) == 1
+    src = src.replace(ranges, "#if KD_INTERLEAVE\n    const int k_begin = split * CH, k4s = K / 4;\n#else\n"
+                      + ranges + "#endif\n")
+    src = src.replace(loop, "for (int c0 = k_begin; c0 < k4s; c0 += (KD_INTERLEAVE ? splits * CH : CH)) {")
+    src = src.replace("#define KD_THREADS", "#ifndef KD_INTERLEAVE\n#define KD_INTERLEAVE 0\n#endif\n#define KD_THREADS", 1)
+    (BUILD / "kd_gemv_stream.cu").write_text(src)
     return BUILD
-DEF = dict(TX=16, TG=8, FEW=4, MANY=2, INF=49152, MAXS=16, HINT=0, PF=0)
+DEF = dict(TX=16, TG=8, FEW=4, MANY=2, INF=49152, MAXS=16, HINT=0, PF=0, IL=0)
 
 def prefetch_variants():
     """KD_PREFETCH at the bytes in flight and unrolls of the first family, and blocks of 256 and
@@ -47,8 +60,20 @@ def prefetch_variants():
         vs.append({**DEF, "PF": pf, "TX": tx, "TG": tg, "FEW": few, "MANY": many})
     return vs
 
+def wave_variants():
+    """The splits of K interleaved by chunk (not with the prefetch, whose loop steps by two chunks)
+    at other bytes in flight, unrolls and blocks; beside them the unsplit wide blocks of the
+    prefetch family, which tie the vendor's GEMV at 1 x 4096 x 4096."""
+    vs = [dict(DEF), {**DEF, "IL": 1}]
+    vs += [{**DEF, "IL": 1, "INF": inf} for inf in (32768, 65536, 98304)]
+    vs += [{**DEF, "IL": 1, "FEW": 8, "MANY": 4}, {**DEF, "IL": 1, "TX": 8, "TG": 16}]
+    vs += [{**DEF, "TX": 8, "TG": 32, "PF": pf} for pf in (0, 1)]
+    vs.append({**DEF, "TX": 8, "TG": 64, "FEW": 2, "MANY": 1, "PF": 1})
+    return vs
+
 def variants():
-    vs = prefetch_variants() if os.environ.get("KD_SWEEP_FAMILY") == "prefetch" else first_variants()
+    family = os.environ.get("KD_SWEEP_FAMILY")
+    vs = prefetch_variants() if family == "prefetch" else wave_variants() if family == "wave" else first_variants()
     out, seen = [], set()
     for v in vs:
         key = tuple(sorted(v.items()))
@@ -69,20 +94,20 @@ def first_variants():
     return vs
 
 def name(v):
-    return "tx{TX}tg{TG}f{FEW}m{MANY}i{INF}s{MAXS}h{HINT}".format(**v) + ("p1" if v["PF"] else "")
+    return "tx{TX}tg{TG}f{FEW}m{MANY}i{INF}s{MAXS}h{HINT}".format(**v) + ("p1" if v["PF"] else "") + ("il" if v["IL"] else "")
 
 def build(v):
     so = BUILD / (name(v) + ".so")
     cmd = ["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xcompiler", "-fPIC", "-shared",
            f"-I{BUILD}", f"-I{ROOT / 'cuda_kernels'}", f"-DKD_TX={v['TX']}", f"-DKD_TG={v['TG']}", f"-DKD_UNROLL_FEW={v['FEW']}",
            f"-DKD_UNROLL_MANY={v['MANY']}", f"-DKD_INFLIGHT_BYTES={v['INF']}", f"-DKD_MAX_SPLITS={v['MAXS']}",
-           f"-DKDV_HINT={v['HINT']}", f"-DKD_PREFETCH={v['PF']}", "-o", str(so), str(HERE / "kd_variant.cu")]
+           f"-DKDV_HINT={v['HINT']}", f"-DKD_PREFETCH={v['PF']}", f"-DKD_INTERLEAVE={v['IL']}", "-o", str(so), str(HERE / "kd_variant.cu")]
     r = subprocess.run(cmd, capture_output=True, text=True)
     return v, (so if r.returncode == 0 else None), r.stderr[-300:]
 
 def main():
     out = Path(sys.argv[1])
-    ms = (1, 2, 4, 8)
+    ms = tuple(int(m) for m in os.environ.get("KD_SWEEP_MS", "1,2,4,8").split(","))
     t0 = time.time()
     vs = variants()
     hooked()
@@ -111,7 +136,7 @@ def main():
     rnd = sys.argv[2] if len(sys.argv) > 2 else "1"
     target = 0.01 if rnd == "1" else 0.04
     names = list(libs)
-    if rnd != "1":
+    if rnd != "1" and len(sys.argv) > 3:  # round 2 without names: every variant built
         names = [n for n in sys.argv[3].split(",") if n in libs]
     for p in PANEL:
         g = torch.Generator(device="cuda").manual_seed(p.N * 7 + p.K)
