@@ -10,7 +10,8 @@ NaN): each is checked once against float64 with beta = 1 over a random C0 (an el
 write keeps C0 and fails the check), then timed with alpha = 1, beta = 0 on random inputs, the L2
 read-flushed before every repetition (``bench.time_cuda``), TF32 off, PASSES passes (default 3)
 with the kernels in turn, the order reversed every other pass. One JSON row per kernel and pass.
-Run from the repository's root."""
+PASSES 0 checks each kernel (one launch each) and times nothing: the run to read under ncu
+(public_ncu.sh). Run from the repository's root."""
 import concurrent.futures as cf
 import ctypes
 import json
