@@ -26,6 +26,10 @@
 #define K15T_TAIL_BOUNDS K12_BOUNDS
 #endif
 
+#ifndef K15T_PDL
+#define K15T_PDL 0  // 1: the tail is launched as the whole-tile kernel's programmatic dependent
+#endif
+
 #define K15T_SLOT (K12_BM * K12_BN)  // floats of one slot: a piece's sums
 
 __device__ __forceinline__ void k15t_zero(float (&acc)[K12_TM][K12_TN]) {
@@ -37,6 +41,11 @@ __device__ __forceinline__ void k15t_zero(float (&acc)[K12_TM][K12_TN]) {
 
 extern "C" __global__ void K12_BOUNDS k15t_whole(SGEMM_KERNEL_PARAMS) {
     extern __shared__ __align__(16) unsigned char k15t_smem[];
+#if K15T_PDL
+    // The tail reads nothing this kernel writes: it may start on each SM as soon as that SM is
+    // free, once every block of this grid has started (the trigger of the last one to start).
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
     const int tiles_n = sgemm_cdiv(N, K12_BN), t = blockIdx.x;
     const int row0 = (t / tiles_n) * K12_BM, col0 = (t % tiles_n) * K12_BN;
     float acc[K12_TM][K12_TN];
@@ -117,6 +126,21 @@ extern "C" int k15t(int M, int N, int K, const float *A, const float *B, float *
     }
     if (!kd_reserve(w, (size_t)2 * w.sms * K15T_SLOT * sizeof(float), (size_t)cut, stream)) return -2;
     k15t_whole<<<whole, K12_THREADS, smem, stream>>>(M, N, K, 1.0f, A, B, 0.0f, C);
+#if K15T_PDL
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(w.sms);
+    cfg.blockDim = dim3(K12_THREADS);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const float one = 1.0f, zero = 0.0f;
+    cudaLaunchKernelEx(&cfg, k15t_tail, M, N, K, one, A, B, zero, C, whole, w.ws, w.tickets);
+#else
     k15t_tail<<<w.sms, K12_THREADS, smem, stream>>>(M, N, K, 1.0f, A, B, 0.0f, C, whole, w.ws, w.tickets);
+#endif
     return (int)cudaGetLastError();
 }

@@ -30,7 +30,13 @@ VARIANTS = {"1d": (0, {}), "1d w248": (0, {"K12_MAXNREG": 248})}
 for w in (0, 240, 248):
     for t in (0, 240, 248):
         VARIANTS[f"two w{w} t{t}"] = (1, {"K12_MAXNREG": w, "K15T_TAIL_MAXNREG": t})
+for t in (0, 248):  # the tail as the whole-tile kernel's programmatic dependent
+    VARIANTS[f"two w248 t{t} pdl"] = (1, {"K12_MAXNREG": 248, "K15T_TAIL_MAXNREG": t, "K15T_PDL": 1})
 REFERENCES = ("K15", "K12", "K0", "K0L")
+if os.environ.get("K15T_ONLY"):  # a comma-separated choice of variants and references
+    only = os.environ["K15T_ONLY"].split(",")
+    VARIANTS = {k: v for k, v in VARIANTS.items() if k in only}
+    REFERENCES = tuple(k for k in REFERENCES if k in only)
 
 
 def build(item):
