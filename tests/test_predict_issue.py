@@ -181,3 +181,16 @@ def test_a_loop_whose_lines_fit_its_sets_is_not_played_through_the_cache():
     assert issue.overflows(range(257), sets=64, ways=4)  # 32 KB of 4 ways: line 256 is set 0's fifth
     assert not issue.overflows(range(256), sets=64, ways=4)
     assert issue.simulate(lines_of_code(2), 4, 1, c) == issue.simulate(lines_of_code(2), 4, 1, C)
+
+
+def test_an_mbarrier_test_answers_after_its_own_latency():
+    """SYNCS.PHASECHK at t writes its scoreboard at t + mbar_latency; the branch that waits on it
+    issues then and the next test a cycle later: 1 + 1 cycles of issue plus the latency a pass.
+    Other variable-latency instructions (S2R) keep other_latency."""
+    body = [ins("SYNCS.PHASECHK.TRANS64", "P0, [R2+URZ+0x100], R3", write=1), ins("BRA", "0x0", wait=(1,))]
+    s2r = [ins("S2R", "R4, SR_TID.X", write=1), ins("BRA", "0x0", wait=(1,))]
+    for lat in (20, 300):
+        c = issue.Constants(**{**C.as_dict(), "mbar_latency": lat})
+        assert issue.simulate(body, warps_per_block=1, blocks=1, c=c).cycles_per_iteration == lat + 1
+        other = issue.simulate(s2r, warps_per_block=1, blocks=1, c=c)
+        assert other.cycles_per_iteration == c.other_latency + 1

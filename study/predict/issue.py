@@ -57,7 +57,8 @@ class Constants:
     lds_latency: int = 30  # a shared load's result, after its wavefronts have been served
     ldg_latency: int = 600  # a global load's (or an async copy's) data in place
     ldl_latency: int = 40  # a spill reload (LDL): local memory a block re-reads stays in its SM's L1
-    other_latency: int = 20  # other variable-latency results (S2R, LDC, SYNCS, ...)
+    other_latency: int = 20  # other variable-latency results (S2R, LDC, ...)
+    mbar_latency: int = 20  # an mbarrier test's answer (SYNCS: whether a stage's phase is complete)
     read_latency: int = 4  # a read scoreboard: the sources of a store or copy have been read
     barrier_latency: int = 20  # from the last warp's arrival to the release of BAR.SYNC
     smem_wavefronts_per_cycle: float = 1.0  # the SM's shared-memory unit (128 B per cycle)
@@ -91,10 +92,11 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 # prefetch are the best of an exploratory grid over the larger loops; the counts and the grid are
 # in docs/notes/predict.md. The fit decides whether the cache is played.
 # The launch's fixed cost and the stream's rate are fitted on the vendor's GEMV (study.predict.fit
-# .stream_fit), on the decode panel of the committed run of 6bde200c0500.
+# .stream_fit), on the decode panel of the committed run of 6bde200c0500. The mbarrier test's
+# latency is the grid's (fit.GRID) on the same run; the values past the grid's are in the notes.
 FITTED: dict[str, Constants] = {
     "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, barrier_latency=60, icache_lines=256,
-                             launch_us=8.2, stream_gbps=4429.0),
+                             mbar_latency=500, launch_us=8.2, stream_gbps=4429.0),
 }
 LINE = 128  # bytes of an instruction-cache line
 
@@ -355,7 +357,7 @@ class _Sim:
         elif kind == "copy_group":
             result_at = max(t + 1, w.pending_copies)
         elif kind == "other":
-            result_at = t + c.other_latency
+            result_at = t + (c.mbar_latency if ins.base == "SYNCS" else c.other_latency)
         if ctl.write_sb is not None:
             sb = ctl.write_sb
             w.boards[sb] = [r for r in w.boards[sb] if r > t] + [result_at or t + c.other_latency]

@@ -134,11 +134,13 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
 def missing(body: list, l1_cycles: list | None, fitted: bool = False, icache: bool = False) -> list[str]:
     """What this prediction leaves out: always :data:`MISSING`; the instruction cache unless the
     constants model it (``icache``); :data:`UNFITTED` unless the constants are those ``fitted``
-    for the GPU; the tensor copies' barrier waits where the loop has them; the shared accesses
-    whose lanes' addresses the SASS did not give (priced by width)."""
+    for the GPU; where the loop has tensor copies or mbarriers, when the copies land and which
+    warps wait for them (a test of an mbarrier costs ``mbar_latency``, one fitted constant); the
+    shared accesses whose lanes' addresses the SASS did not give (priced by width)."""
     out = list(MISSING) + ([] if icache else [NO_ICACHE]) + ([] if fitted else [UNFITTED])
     if any(i.base in ("SYNCS", "UTMALDG", "UBLKCP") for i in body):
-        out.append("tensor copies and their barrier waits")
+        out.append("when tensor copies land and which warps wait for them "
+                   "(an mbarrier test is one fitted latency)")
     known = l1_cycles or [None] * len(body)
     unknown = sum(1 for i, c in zip(body, known)
                   if i.base in lanes.SHARED_ACCESS and i.pred != "@!PT" and c is None)
