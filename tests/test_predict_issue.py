@@ -185,8 +185,8 @@ def test_a_loop_whose_lines_fit_its_sets_is_not_played_through_the_cache():
 
 def test_an_mbarrier_test_answers_after_its_own_latency():
     """SYNCS.PHASECHK at t writes its scoreboard at t + mbar_latency; the branch that waits on it
-    issues then and the next test a cycle later: 1 + 1 cycles of issue plus the latency a pass.
-    Other variable-latency instructions (S2R) keep other_latency."""
+    issues then and the next test a cycle later: a pass is the latency plus one cycle. Other
+    variable-latency instructions (S2R) keep other_latency."""
     body = [ins("SYNCS.PHASECHK.TRANS64", "P0, [R2+URZ+0x100], R3", write=1), ins("BRA", "0x0", wait=(1,))]
     s2r = [ins("S2R", "R4, SR_TID.X", write=1), ins("BRA", "0x0", wait=(1,))]
     for lat in (20, 300):
