@@ -14,8 +14,11 @@ trap 'rm -rf "$d"' EXIT
 : > "$d/cublas_v2.h"
 grep -v '^#' "$(dirname "$0")/public_kernels.txt" | while IFS='|' read -r name header inst grid block; do
   for h in ${header//+/ }; do printf '#include "%s/%s"\n' "$src" "$h"; done > "$d/$name.cu"
-  printf 'template __global__ void %s;\n' "$inst" >> "$d/$name.cu"
+  case "$inst" in *'<'*) printf 'template __global__ void %s;\n' "$inst" >> "$d/$name.cu" ;; esac
   printf '%s: ' "$name"
-  python3 -m study.predict --cu "$d/$name.cu" --symbol "${inst%%<*}" --grid "$grid" --block "$block" \
+  threads=1
+  for x in ${block//,/ }; do threads=$((threads * x)); done
+  symbol=$(printf '%s' "$inst" | sed 's/[<(].*//')
+  python3 -m study.predict --cu "$d/$name.cu" --symbol "$symbol" --grid "$grid" --block "$threads" \
     --smem 0 --shape 4096,4096,4096 "$@" < /dev/null
 done

@@ -35,19 +35,21 @@ def kernels() -> list[dict]:
     for line in (HERE / "public_kernels.txt").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             name, header, inst, grid, block = line.split("|")
-            rows.append(dict(name=name, header=header, call=inst[: inst.index(">") + 1],
-                             grid=tuple(int(g) for g in grid.split(",")), block=int(block)))
+            call = inst[: inst.index(">") + 1] if "<" in inst else inst.split("(")[0]
+            rows.append(dict(name=name, header=header, call=call, grid=tuple(int(g) for g in grid.split(",")),
+                             block=tuple(int(b) for b in block.split(","))))
     return rows
 
 
 def build(k: dict, src: Path, work: Path, arch: str) -> tuple[dict, Path | None, str]:
     cu = work / f"{k['name']}.cu"
     gx, gy = k["grid"]
+    block = ", ".join(map(str, k["block"]))
     cu.write_text(
         "".join(f'#include "{src / h}"\n' for h in k["header"].split("+"))
         + 'extern "C" int launch(int M, int N, int K, float alpha, float *A, float *B, float beta,\n'
         '                      float *C, void *stream) {\n'
-        f'    {k["call"]}<<<dim3({gx}, {gy}), dim3({k["block"]}), 0, static_cast<cudaStream_t>(stream)>>>'
+        f'    {k["call"]}<<<dim3({gx}, {gy}), dim3({block}), 0, static_cast<cudaStream_t>(stream)>>>'
         '(M, N, K, alpha, A, B, beta, C);\n'
         '    return static_cast<int>(cudaGetLastError());\n}\n')
     so = work / f"{k['name']}.so"
@@ -81,7 +83,7 @@ def main() -> int:
     ready = []
     f = out.open("a")
     for k, so, err in built:
-        row = dict(kernel=k["name"], M=M, N=N, K=K, grid=list(k["grid"]), block=k["block"], arch=arch,
+        row = dict(kernel=k["name"], M=M, N=N, K=K, grid=list(k["grid"]), block=list(k["block"]), arch=arch,
                    gpu=torch.cuda.get_device_name(0), torch=torch.__version__)
         if so is None:
             f.write(json.dumps({**row, "status": "build failed", "note": err}) + "\n")
