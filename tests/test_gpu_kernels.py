@@ -386,3 +386,15 @@ def test_decode_rung_accumulates_into_c_with_beta(shape):
     assert fn(a, b, c, 1.5, -0.5) is None
     ref = 1.5 * (a.double() @ b.double()) - 0.5 * c0.double()
     assert bench.relative_error(c, ref) <= bench.TOLERANCE
+
+
+@pytest.mark.gpu
+def test_every_row_names_the_board_that_measured_it():
+    import re
+
+    from study.measure import device
+    from study.rundata import results
+
+    prov = results.provenance(device.from_device(), results.new_run_id())
+    # the device's UUID, as torch gives it: 32 hex digits in the 8-4-4-4-12 groups
+    assert re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", prov["board"]), prov["board"]

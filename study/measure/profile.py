@@ -241,7 +241,7 @@ def _each(chosen, shape, out: Path, ncu: str, file: str, columns: list[str], wha
 
     gpu = device.from_device()
     prov = provenance(gpu, new_run_id())
-    common = {"ncu": ncu_version(ncu), "gpu": prov["gpu"], "driver": prov["driver"],
+    common = {"ncu": ncu_version(ncu), "gpu": prov["gpu"], "driver": prov["driver"], "board": prov["board"],
               "commit": prov["commit"], "run_id": prov["run_id"]}
     rows_file = ResultsFile(RunDir(out).file(file), columns)
     repo = Path(__file__).resolve().parents[2]

@@ -74,8 +74,22 @@ def provenance(gpu, run_id: str) -> dict:
         "gpu": gpu.name, "sms": gpu.sms, "max_sm_clock_mhz": gpu.sm_clock_mhz,
         "mem_clock_mhz": gpu.mem_clock_mhz, "bus_width_bits": gpu.bus_width_bits, "cc": gpu.cc,
         "torch": torch.__version__, "triton": triton_version, "cuda": torch.version.cuda or "",
-        "driver": driver, "commit": git_commit(), "host": platform.node(), "run_id": run_id,
+        "driver": driver, "commit": git_commit(), "host": platform.node(), "board": board(),
+        "run_id": run_id,
     }
+
+
+def board() -> str:
+    """The UUID of the CUDA device rows are measured on ("" without one): boards of one GPU model
+    differ, and a run resumed on another machine says so row by row."""
+    import torch
+
+    try:
+        if torch.cuda.is_available():
+            return str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid)
+    except Exception:  # optional provenance, like the driver's version
+        pass
+    return ""
 
 
 def new_run_id() -> str:

@@ -21,7 +21,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_PROVENANCE = ("gpu", "cc", "torch", "triton", "cuda", "driver", "commit", "host", "run_id", "timestamp")
+_PROVENANCE = ("gpu", "cc", "torch", "triton", "cuda", "driver", "commit", "host", "board", "run_id",
+               "timestamp")
+# ``board``: the UUID of the device that measured a row (the same GPU model may be several boards: a
+# run resumed across sessions says which rows each one timed); tables written before it existed
+# lack it, so no reader requires it
+
+
+def _unboarded(columns: tuple[str, ...]) -> tuple[str, ...]:
+    """``columns`` less ``board``, which tables written before it existed lack."""
+    return tuple(c for c in columns if c != "board")
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,7 @@ RESULTS_MEASURED = (
 )
 RESULTS_PROVENANCE = (
     "gpu", "sms", "max_sm_clock_mhz", "mem_clock_mhz", "bus_width_bits", "cc", "torch", "triton", "cuda",
-    "driver", "commit", "host", "run_id", "timestamp",
+    "driver", "commit", "host", "board", "run_id", "timestamp",
 )
 # the stall reasons of ncu's per-instruction page (its ``stall_<reason>`` columns), as it names them
 SOURCE_STALLS = ("barrier", "branch_resolving", "dispatch", "drain", "imc", "lg", "long_sb", "math", "membar",
@@ -100,7 +109,8 @@ ACCURACY_MEASURED = (
 )
 MEASURED = (
     _t("results", RESULTS_MEASURED + RESULTS_PROVENANCE, ("experiment", "label", "kernel", "impl", "config",
-       "symbol") + _PROVENANCE, "study.measure.plan:run_plan", measured=True, append_only=True),
+       "symbol") + _PROVENANCE, "study.measure.plan:run_plan", measured=True, append_only=True,
+       needs=RESULTS_MEASURED + _unboarded(RESULTS_PROVENANCE)),
     _t("clocks", ("run_id", "experiment", "label", "pass", "kernel", "M", "N", "K", "t_s", "sm_clock_mhz"),
        ("run_id", "experiment", "label", "kernel"), "study.measure.plan:run_plan", measured=True,
        append_only=True, needs=("kernel", "t_s", "sm_clock_mhz")),
@@ -112,9 +122,9 @@ MEASURED = (
        ("kernel", "impl", "arch", "specialised", "error"), "study.toolchain.table:stride_table",
        measured=True, open=True),
     _t("ncu", ("kernel", "M", "N", "K", "launch", "ncu_kernel", "symbol", "config", "metric", "unit", "value",
-               "ncu", "gpu", "driver", "commit", "run_id", "timestamp"),
-       ("kernel", "ncu_kernel", "symbol", "config", "metric", "unit", "ncu", "gpu", "driver", "commit",
-        "run_id", "timestamp"),
+               "ncu", "gpu", "driver", "board", "commit", "run_id", "timestamp"),
+       ("kernel", "ncu_kernel", "symbol", "config", "metric", "unit", "ncu", "gpu", "driver", "board",
+        "commit", "run_id", "timestamp"),
        "study.measure.profile:profile", measured=True, append_only=True,
        needs=("kernel", "M", "N", "K", "metric", "value")),
     # per-instruction counters (``python -m study.profile --source``, docs/method.md#source-counters):
@@ -124,10 +134,10 @@ MEASURED = (
     # stall samples on them, in all and by reason (ncu's source-page columns, ``stall_<reason>``)
     _t("ncu_source", ("kernel", "M", "N", "K", "ncu_kernel", "symbol", "config", "opcode", "instructions",
                       "executed", "wavefronts_shared", "wavefronts_shared_ideal", "samples",
-                      *(f"stall_{r}" for r in SOURCE_STALLS), "ncu", "gpu", "driver", "commit", "run_id",
-                      "timestamp"),
-       ("kernel", "ncu_kernel", "symbol", "config", "opcode", "ncu", "gpu", "driver", "commit", "run_id",
-        "timestamp"), "study.measure.profile:profile_source", measured=True, append_only=True,
+                      *(f"stall_{r}" for r in SOURCE_STALLS), "ncu", "gpu", "driver", "board", "commit",
+                      "run_id", "timestamp"),
+       ("kernel", "ncu_kernel", "symbol", "config", "opcode", "ncu", "gpu", "driver", "board", "commit",
+        "run_id", "timestamp"), "study.measure.profile:profile_source", measured=True, append_only=True,
        needs=("kernel", "M", "N", "K", "opcode", "executed", "wavefronts_shared", "samples")),
     _t("sweep", ("round", "BM", "BN", "BK", "num_warps", "num_stages", "GROUP_M", "maxnreg", "status", "regs",
                  "spills", "ms", "p20_ms", "p80_ms", "reps", "rel_err", "tflops", "cublas_ms", "pct_cublas",
@@ -146,7 +156,7 @@ MEASURED = (
        needs=("shape", "N", "K", "M", "kernel", "status", "gpu_us", "e2e_us")),
     _t("decode_host", DECODE_HOST_MEASURED + RESULTS_PROVENANCE,
        ("shape", "kernel", "status", "note") + _PROVENANCE, "study.measure.decode_host:main",
-       measured=True, append_only=True),
+       measured=True, append_only=True, needs=DECODE_HOST_MEASURED + _unboarded(RESULTS_PROVENANCE)),
     _t("accuracy", ACCURACY_MEASURED + RESULTS_PROVENANCE,
        ("kernel", "precision", "role", "dist", "status", "note", "config") + _PROVENANCE,
        "study.measure.accuracy:main", measured=True, append_only=True,

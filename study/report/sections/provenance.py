@@ -26,6 +26,20 @@ def roofs_text(g) -> str:
     return text
 
 
+def boards_text(run: Run) -> str:
+    """The boards (device UUIDs) the results rows were timed on, where the rows record them: one,
+    or how many and which rows each timed (a run resumed on another machine)."""
+    if "board" not in run.results.columns:
+        return ""
+    boards = run.results["board"].dropna().astype(str).str.strip()
+    counts = boards[boards.ne("") & boards.ne("nan")].value_counts()
+    if counts.empty:
+        return ""
+    if len(counts) == 1:
+        return f"; board {counts.index[0]}"
+    return f"; {len(counts)} boards: " + ", ".join(f"{b} ({n} rows)" for b, n in counts.items())
+
+
 def section_provenance(run: Run, measured: bool) -> list[str]:
     g = run.gpu
     stamps = sorted(str(t) for t in run.results.get("timestamp", pd.Series(dtype=str)).dropna())
@@ -74,7 +88,7 @@ def section_provenance(run: Run, measured: bool) -> list[str]:
     lines += [
         f"- **Versions:** {versions}.",
         f"- **Commit:** `{prov(run, 'commit') or 'not recorded'}`; "
-        f"host {prov(run, 'host') or 'not recorded'}.",
+        f"host {prov(run, 'host') or 'not recorded'}{boards_text(run)}.",
         f"- **Run id:** {prov(run, 'run_id') or 'not recorded'}; rows recorded {when}.",
         f"- **Rows:** {len(run.results)} in data/results.csv ({len(run.measured)} timed).",
     ]
