@@ -492,33 +492,3 @@ def test_counters_beside_a_main_time_are_read_at_its_shape(tmp_path):
     findings = [line for line in text.splitlines() if line.startswith("**Finding (") and "vs cuBLAS" in line]
     assert findings and all(f"against cuBLAS's {k0:.3f}," in line for line in findings)
 
-
-def test_provenance_names_the_boards_that_timed_the_rows(tmp_path):
-    out = make_run(tmp_path, ["results.csv", "gpu.json"], seed=False)
-    path = out / "data" / "results.csv"
-
-    def commit_line() -> str:
-        prov = sections(report.render(out).read_text())["## Provenance"]
-        return next(ln for ln in prov.splitlines() if "**Commit:**" in ln)
-
-    assert "board" not in commit_line()  # rows written before the column existed: nothing said
-    # a run resumed on a second machine: the first 3 rows timed on one board, the rest on another
-    edit_csv(path, lambda df: df.assign(board=["GPU-b"] * 3 + ["GPU-a"] * (len(df) - 3)))
-    n = len(pd.read_csv(path))
-    assert f"2 boards: GPU-a ({n - 3} rows), GPU-b (3 rows)." in commit_line()
-    edit_csv(path, lambda df: df.assign(board="GPU-a"))
-    assert commit_line().endswith("; board GPU-a.")
-
-
-def test_every_row_provenance_is_a_column_of_the_results():
-    from study.rundata import results, tables
-    from study.rundata.gpu import GPU
-
-    gpu = GPU(name="NVIDIA H200", sms=132, fp32_lanes_per_sm=128, sm_clock_mhz=1980.0, mem_clock_mhz=3201.0,
-              bus_width_bits=6016, cc="9.0")
-    prov = results.provenance(gpu, "20260101T000000")
-    # timestamp is stamped per row; the rest is what provenance() gives, the board among them
-    assert sorted([*prov, "timestamp"]) == sorted(tables.RESULTS_PROVENANCE)
-    assert "board" in prov
-    # a table written before the board column existed is still whole to a reader
-    assert "board" not in tables.T.results.required and "board" not in tables.T.decode_host.required
