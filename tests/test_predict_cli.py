@@ -120,12 +120,41 @@ def test_any_cu_kernel_is_predicted_from_its_sass_and_launch(tmp_path):
     assert r["loop_ffma"] % 16 == 0
     assert r["trips"] == pytest.approx(n**3 / ((n // 16) ** 2 * 256 * r["loop_ffma"]))
     gpu = json.loads((ROOT / "reports" / "data" / "gpu.json").read_text())
-    resident = r["blocks_per_sm"]
-    assert r["waves"] == -(-(n // 16) ** 2 // (resident * gpu["sms"]))
-    expect_ms = r["waves"] * r["trips"] * r["cycles_per_iteration"] / (gpu["sm_clock_mhz"] * 1e3)
+    resident, blocks = r["blocks_per_sm"], (n // 16) ** 2
+    assert r["waves"] == -(-blocks // (resident * gpu["sms"]))
+    # the whole waves at the loop's pace with every SM full; the blocks left over them spread over
+    # the SMs, the SM with the most setting the last wave's pace
+    whole, left = divmod(blocks, resident * gpu["sms"])
+    last = -(-left // gpu["sms"]) if whole and left else resident
+    assert r["last_wave_blocks_per_sm"] == last
+    if last == resident:
+        assert r["last_wave_cycles_per_iteration"] == r["cycles_per_iteration"]
+    cycles = (r["waves"] - 1) * r["cycles_per_iteration"] + r["last_wave_cycles_per_iteration"]
+    expect_ms = r["trips"] * cycles / (gpu["sm_clock_mhz"] * 1e3)
     assert r["ms"] == pytest.approx(r["launch_ms"] + max(expect_ms, r["dram_ms"]))
     assert r["gflops"] == pytest.approx(2 * n**3 / (r["ms"] * 1e-3) / 1e9)
     assert 0 < r["issue_pct"] <= 100 and r["bound"]
+
+
+@needs_tools
+def test_a_last_wave_of_few_blocks_runs_at_its_own_residency(tmp_path):
+    """33 x 33 blocks of the toy: the SMs hold resident x 132 at once (8 x 132 = 1056 with 256
+    threads, 2 KB of shared memory and few registers a block), so one whole wave and 33 blocks
+    left, at most one a SM. The last wave's loop is played for one block an SM: its pass takes
+    fewer cycles than a pass of 8 blocks sharing the schedulers, and the time adds the two."""
+    path = tmp_path / "toy.cu"
+    path.write_text(TOY)
+    p = run("--cu", str(path), "--symbol", "toy", "--grid", "33,33", "--block", "256",
+            "--shape", "528,528,1024", "--json")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    gpu = json.loads((ROOT / "reports" / "data" / "gpu.json").read_text())
+    assert r["blocks_per_sm"] == 8 and r["waves"] == 2
+    assert r["last_wave_blocks_per_sm"] == 1
+    assert r["last_wave_cycles_per_iteration"] < r["cycles_per_iteration"]
+    cycles = r["cycles_per_iteration"] + r["last_wave_cycles_per_iteration"]
+    compute_ms = r["trips"] * cycles / (gpu["sm_clock_mhz"] * 1e3)
+    assert r["ms"] == pytest.approx(r["launch_ms"] + max(compute_ms, r["dram_ms"]))
 
 
 @needs_tools

@@ -11,8 +11,11 @@ at the GPU's clock; DRAM as a floor.
   threads that own outputs, each doing the loop's FFMAs). The two differ where a pass's FFMAs
   are not all distinct multiply-adds of C (a Triton kernel compiled for M = 1 merges the rows a
   thread owns into one) and by the passes peeled off the loop (code around the loop).
-* Waves: the grid's blocks over the blocks the SMs hold at once, rounded up (the last wave runs
-  as long as a full one); a balanced grid (SGEMM_BALANCED) is priced as one wave of as many
+* Waves: the grid's blocks over the blocks the SMs hold at once, rounded up. The whole waves run
+  at the loop's pace with the SMs full; a last wave that is not whole holds the blocks left,
+  spread over the SMs, and runs as long as the SM with the most of them takes: the loop played
+  again at that residency (fewer warps share the schedulers, so each block's loop runs faster
+  where issue binds it). A balanced grid (SGEMM_BALANCED) is priced as one wave of as many
   blocks as the SMs hold, each running an even share of the trips: the ideal its cuts approach.
 * DRAM floor: A, B and C moved once, at the rate the GPU's constants give for a stream
   (``stream_gbps``), else at the run's measured read bandwidth.
@@ -102,7 +105,20 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     trips = launch.passes if counted else Mp * Np * K / (blocks * owners * ffma)
     waves = math.ceil(blocks / (occ["blocks"] * gpu.sms))
     hz = gpu.sm_clock_mhz * 1e6
-    compute_s = waves * trips * loop.cycles_per_iteration / hz
+    # the last wave: the blocks left over the whole waves, spread over the SMs; the SM holding
+    # the most of them sets its time, and with fewer blocks resident their loop runs at its own pace
+    whole, left = divmod(blocks, occ["blocks"] * gpu.sms)
+    last_cycles = loop.cycles_per_iteration
+    if whole and left:
+        last_per_sm = math.ceil(left / gpu.sms)
+        lkey = key[:3] + (last_per_sm, c)
+        last = loops.get(lkey) if loops is not None else None
+        if last is None:
+            last = issue.simulate(body, warps, last_per_sm, c, l1_cycles=l1_cycles)
+            if loops is not None:
+                loops[lkey] = last
+        last_cycles = last.cycles_per_iteration
+    compute_s = trips * ((waves - 1) * loop.cycles_per_iteration + last_cycles) / hz
     dram_s = 4 * (M * K + K * N + M * N) / ((c.stream_gbps or gpu.read_gbps or gpu.dram_gbps()) * 1e9)
     seconds = c.launch_us * 1e-6 + max(compute_s, dram_s)
     bound = "dram" if dram_s >= compute_s else _bound(loop)
@@ -116,6 +132,8 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "trips": trips,
         "trips_from": "loop compare" if counted else "FFMAs",
         "waves": waves,
+        "last_wave_blocks_per_sm": last_per_sm if whole and left else per_sm,
+        "last_wave_cycles_per_iteration": last_cycles,
         "grid": [blocks, 1, 1] if launch.balanced else list(launch.grid),
         "threads": launch.threads,
         "registers": launch.registers,
