@@ -491,4 +491,3 @@ def test_counters_beside_a_main_time_are_read_at_its_shape(tmp_path):
     text = (run / "REPORT.md").read_text()
     findings = [line for line in text.splitlines() if line.startswith("**Finding (") and "vs cuBLAS" in line]
     assert findings and all(f"against cuBLAS's {k0:.3f}," in line for line in findings)
-

@@ -93,13 +93,19 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     owners = launch.compute_threads or launch.threads
     # the warps that run the main loop: a warp-specialised kernel's producer warps run other code
     warps = -(-owners // 32)
-    key = (tuple((i.addr, i.opcode, i.operands, i.words) for i in body), tuple(l1_cycles or ()),
-           warps, per_sm, c)
-    loop = loops.get(key) if loops is not None else None
-    if loop is None:
-        loop = issue.simulate(body, warps, per_sm, c, l1_cycles=l1_cycles)
-        if loops is not None:
-            loops[key] = loop
+    code = (tuple((i.addr, i.opcode, i.operands, i.words) for i in body), tuple(l1_cycles or ()))
+
+    def played(resident: int) -> issue.LoopResult:
+        """The loop's steady state with ``resident`` blocks an SM, from ``loops`` where kept."""
+        key = (*code, warps, resident, c)
+        loop = loops.get(key) if loops is not None else None
+        if loop is None:
+            loop = issue.simulate(body, warps, resident, c, l1_cycles=l1_cycles)
+            if loops is not None:
+                loops[key] = loop
+        return loop
+
+    loop = played(per_sm)
     Mp, Np = launch.padded(M, N)
     counted = launch.passes is not None and not launch.balanced
     trips = launch.passes if counted else Mp * Np * K / (blocks * owners * ffma)
@@ -108,16 +114,8 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     # the last wave: the blocks left over the whole waves, spread over the SMs; the SM holding
     # the most of them sets its time, and with fewer blocks resident their loop runs at its own pace
     whole, left = divmod(blocks, occ["blocks"] * gpu.sms)
-    last_cycles = loop.cycles_per_iteration
-    if whole and left:
-        last_per_sm = math.ceil(left / gpu.sms)
-        lkey = key[:3] + (last_per_sm, c)
-        last = loops.get(lkey) if loops is not None else None
-        if last is None:
-            last = issue.simulate(body, warps, last_per_sm, c, l1_cycles=l1_cycles)
-            if loops is not None:
-                loops[lkey] = last
-        last_cycles = last.cycles_per_iteration
+    last_per_sm = math.ceil(left / gpu.sms) if whole and left else per_sm
+    last_cycles = (loop if last_per_sm == per_sm else played(last_per_sm)).cycles_per_iteration
     compute_s = trips * ((waves - 1) * loop.cycles_per_iteration + last_cycles) / hz
     dram_s = 4 * (M * K + K * N + M * N) / ((c.stream_gbps or gpu.read_gbps or gpu.dram_gbps()) * 1e9)
     seconds = c.launch_us * 1e-6 + max(compute_s, dram_s)
@@ -132,7 +130,7 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "trips": trips,
         "trips_from": "loop compare" if counted else "FFMAs",
         "waves": waves,
-        "last_wave_blocks_per_sm": last_per_sm if whole and left else per_sm,
+        "last_wave_blocks_per_sm": last_per_sm,
         "last_wave_cycles_per_iteration": last_cycles,
         "grid": [blocks, 1, 1] if launch.balanced else list(launch.grid),
         "threads": launch.threads,
