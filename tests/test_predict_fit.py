@@ -199,3 +199,14 @@ def test_the_launch_is_added_to_the_larger_of_the_loop_and_the_stream():
     M, N, K = SHAPE
     fast = model.predict(body, launch(warps), SHAPE, H200, c=dataclasses.replace(bare, stream_gbps=1000.0))
     assert fast["dram_ms"] == pytest.approx(4 * (M * K + K * N + M * N) / 1e12 * 1e3)
+
+
+def test_candidates_played_in_forked_processes_are_those_played_here():
+    """Each candidate's column once, whatever the number of processes; the one this process holds
+    (the first) is not among them."""
+    def column(j):
+        return [j * j, -j]
+
+    here = dict(fit.columns(column, 6, workers=1))
+    forked = dict(fit.columns(column, 6, workers=2))
+    assert here == forked == {j: [j * j, -j] for j in range(1, 6)}

@@ -33,6 +33,8 @@ import functools
 import itertools
 import json
 import math
+import multiprocessing
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -172,9 +174,12 @@ def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
         body, cycles, launch = loaded[kid]
         return model.predict(body, launch, MAIN, gpu, arch, c=c, l1_cycles=cycles, loops=loops)
 
+    done = [0]
+
     def progress(j: int, start: float) -> None:
+        done[0] += 1
         fields = ", ".join(f"{f} {getattr(cands[j], f)}" for f in GRID)
-        cli.say(f"candidate {j + 1}/{len(cands)} ({fields}): {time.monotonic() - start:.0f} s")
+        cli.say(f"candidate {done[0]}/{len(cands)} ({fields}): {time.monotonic() - start:.0f} s in")
 
     # the first candidate also finds the kernels whose SASS has no loop to play
     start, fitted_on, first = time.monotonic(), [], []
@@ -192,10 +197,8 @@ def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
     progress(0, start)
     table = np.empty((len(fitted_on), len(cands)))
     table[:, 0] = first
-    for j in range(1, len(cands)):
-        start = time.monotonic()
-        for i, kid in enumerate(fitted_on):
-            table[i, j] = predict(kid, cands[j])["ms"]
+    for j, column in columns(lambda j: [predict(kid, cands[j])["ms"] for kid in fitted_on], len(cands)):
+        table[:, j] = column
         progress(j, start)
     logs = log_errors(table, [timed[k] for k in fitted_on])
     chosen, loo = fit_table(logs, fitted_on)
@@ -237,6 +240,29 @@ def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
     for r in check.summary(rows):  # the ladder's steps and the twins' ratios, as --check gives them
         emit(r)
     return 0
+
+
+_COLUMN: list = []  # the function columns() computes, for the processes it forks
+
+
+def _column(j: int) -> tuple[int, list]:
+    return j, _COLUMN[0](j)
+
+
+def columns(column: Callable[[int], list], n: int, workers: int | None = None):
+    """``(j, column(j))`` for j in 1 .. n - 1, as they come: in processes forked from this one
+    (they inherit what ``column`` reads; each keeps its own cache of played loops), one per CPU
+    (``workers``), where the platform forks and there is more than one; else here, in order."""
+    workers = workers or os.cpu_count() or 1
+    if workers < 2 or n < 3 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from ((j, column(j)) for j in range(1, n))
+        return
+    _COLUMN[:] = [column]
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, n - 1)) as pool:
+            yield from pool.imap_unordered(_column, range(1, n))
+    finally:
+        _COLUMN.clear()
 
 
 def read_run(root: str):
