@@ -4,6 +4,8 @@ behind its scoreboard, a pipe's throughput, a barrier, async copies behind DEPBA
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from study.predict import issue
@@ -194,3 +196,16 @@ def test_an_mbarrier_test_answers_after_its_own_latency():
         assert issue.simulate(body, warps_per_block=1, blocks=1, c=c).cycles_per_iteration == lat + 1
         other = issue.simulate(s2r, warps_per_block=1, blocks=1, c=c)
         assert other.cycles_per_iteration == c.other_latency + 1
+
+
+def test_global_loads_wait_in_their_own_queue_not_the_shared_one():
+    """Four LDGs of 4 lines each and a branch, one warp: the unit serves a load every 4 cycles.
+    With room for one waiting global access, each load after the first waits for the one before it
+    to be taken: 16 cycles an iteration, the unit's, stalled on lg_throttle. With room for 64 (and
+    for one shared access) nothing waits within the passes played: 5 cycles, one per instruction."""
+    body = [ins("LDG.E", f"R{4 + n}, [R2.64]") for n in range(4)] + [BRA]
+    lines = [4, 4, 4, 4, None]
+    full = issue.simulate(body, 1, 1, dataclasses.replace(C, lg_queue=1, mio_queue=64), l1_cycles=lines)
+    assert full.cycles_per_iteration == 16 and max(full.stalls, key=full.stalls.get) == "lg_throttle"
+    room = issue.simulate(body, 1, 1, dataclasses.replace(C, lg_queue=64, mio_queue=1), l1_cycles=lines)
+    assert room.cycles_per_iteration == 5 and "lg_throttle" not in room.stalls

@@ -49,13 +49,14 @@ from study.toolchain import sass
 
 MAIN = check.MAIN
 
-# the fields searched and their values, the anchor's first: 72 candidates, each a simulation of
+# the fields searched and their values, the anchor's first: 144 candidates, each a simulation of
 # the whole set; icache_lines 0 leaves the instruction cache out, 256 plays it with the other
 # icache fields at their anchors; mbar_latency moves only the kernels whose loop tests an
-# mbarrier (SYNCS)
+# mbarrier (SYNCS); lg_queue only those whose global loads hold the L1 (their lines known)
 GRID: dict[str, tuple] = {
     "ldg_latency": (600, 800, 1000),
     "mio_queue": (8, 16),
+    "lg_queue": (8, 16),
     "barrier_latency": (20, 60),
     "icache_lines": (0, 256),
     "mbar_latency": (20, 250, 500),

@@ -9,6 +9,9 @@ order. An instruction issues when
 * the **scoreboards** in its wait mask are clear (``DEPBAR.LE SBn, k``: down to k), each set by
   a variable-latency instruction and cleared when its result is written (or its sources read),
 * its **pipe** is free on its scheduler (FP32 / integer / the SM's shared-memory unit),
+* for an access that holds the L1 / shared-memory unit, its scheduler's **queue** for the unit has
+  room: shared accesses wait in one (``mio_queue`` deep, ``mio_throttle`` while full), global
+  ones whose lines are known in another (``lg_queue``, ``lg_throttle``), as ncu tells the two apart,
 * its block is not held at a **barrier** that some of its warps have not reached,
 * its line of code is in its scheduler's **instruction cache** (where the constants model one:
   ``icache_lines`` > 0): set-associative, least recently used line evicted first; a miss brings
@@ -24,8 +27,8 @@ order. An instruction issues when
 and each scheduler issues at most one instruction per cycle, from the ready warp that issued least
 recently. Each warp's state in each cycle
 is counted, by the names ncu uses: ``selected``, ``not_selected``, ``wait``,
-``short_scoreboard``, ``long_scoreboard``, ``barrier``, ``mio_throttle``, ``math_pipe_throttle``,
-``dispatch_stall``, ``no_instruction``.
+``short_scoreboard``, ``long_scoreboard``, ``barrier``, ``mio_throttle``, ``lg_throttle``,
+``math_pipe_throttle``, ``dispatch_stall``, ``no_instruction``.
 
 Latencies and throughputs are :class:`Constants`, one set per GPU, fitted and stated where they
 are declared. What this returns is the loop's steady state: cycles per iteration of the slowest
@@ -64,7 +67,8 @@ class Constants:
     smem_wavefronts_per_cycle: float = 1.0  # the SM's shared-memory unit (128 B per cycle)
     fma_cycles: int = 1  # cycles one warp instruction holds its scheduler's FP32 pipe
     alu_cycles: int = 2  # the same for the integer / logic pipe
-    mio_queue: int = 8  # shared-memory (and, apart, global) accesses a scheduler may have waiting
+    mio_queue: int = 8  # shared-memory accesses a scheduler may have waiting for the unit (MIO)
+    lg_queue: int = 8  # global accesses that hold the unit, likewise, in their own queue (LG)
     banks: int = 4  # register banks: a register's bank is its number mod this
     bank_cycles: int = 1  # dispatch cycles each extra read of one bank costs (sass.bank_conflicts_each)
     icache_lines: int = 0  # 128-byte lines each scheduler's instruction cache holds (0: not modelled)
@@ -88,7 +92,8 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 # commit column of reports/data/results.csv), with the Triton that run timed (its SASS), which
 # picks the global latency and queue the runs of f951d507f8db and b86aea531732 picked, and the
 # instruction cache; since the last wave is played at its own residency it picks the shorter
-# barrier release (the two barrier values nearly tie: docs/notes/predict.md).
+# barrier release (the two barrier values nearly tie: docs/notes/predict.md), and with the
+# global accesses' queue apart from the shared ones', a shallower one for them.
 # The instruction cache's size, 256 lines (32 KB), lies between the loop sizes where ncu's fetch
 # stalls in the run of df8367b86b66 are negligible and where they are not; its ways, refill and
 # prefetch are the best of an exploratory grid over the larger loops; the counts and the grid are
@@ -97,7 +102,7 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 # .stream_fit), on the decode panel of the committed run of 6bde200c0500. The mbarrier test's
 # latency is the grid's (fit.GRID) on the same run; the values past the grid's are in the notes.
 FITTED: dict[str, Constants] = {
-    "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, barrier_latency=20, icache_lines=256,
+    "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, lg_queue=8, barrier_latency=20, icache_lines=256,
                              mbar_latency=500, launch_us=8.2, stream_gbps=4429.0),
 }
 LINE = 128  # bytes of an instruction-cache line
@@ -299,7 +304,7 @@ class _Sim:
             return "math_pipe_throttle"
         if kind == "shared" and len(self.mio_waiting[s]) >= self.c.mio_queue:
             return "mio_throttle"
-        if kind == "global" and self.unit[w.pc] and len(self.lg_waiting[s]) >= self.c.mio_queue:
+        if kind == "global" and self.unit[w.pc] and len(self.lg_waiting[s]) >= self.c.lg_queue:
             return "lg_throttle"
         return None
 
