@@ -56,6 +56,10 @@ METRICS = (
     "smsp__inst_executed_pipe_lsu.sum",
     "smsp__inst_executed_op_shared_ld.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    # stores' wavefronts (a transposing store's bank conflicts, which the lanes price) and the L2's
+    # read hit rate (where a global load's latency lies between L2 and DRAM): for study.predict
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "lts__t_sector_op_read_hit_rate.pct",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
