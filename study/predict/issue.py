@@ -89,11 +89,8 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 # One set per GPU, by its name as its gpu.json gives it, fitted by ``python -m study.predict --fit
 # DIR`` (study.predict.fit: the fields searched, the kernels fitted on and the objective):
 # NVIDIA H200: ``python -m study.predict --fit reports``, on the committed run of 6bde200c0500 (the
-# commit column of reports/data/results.csv), with the Triton that run timed (its SASS), which
-# picks the global latency and queue the runs of f951d507f8db and b86aea531732 picked, and the
-# instruction cache; since the last wave is played at its own residency it picks the shorter
-# barrier release (the two barrier values nearly tie: docs/notes/predict.md), and with the
-# global accesses' queue apart from the shared ones', a shallower one for them.
+# commit column of reports/data/results.csv), with the Triton that run timed (its SASS); how each
+# refit moved which field, and the near ties, are in docs/notes/predict.md.
 # The instruction cache's size, 256 lines (32 KB), lies between the loop sizes where ncu's fetch
 # stalls in the run of df8367b86b66 are negligible and where they are not; its ways, refill and
 # prefetch are the best of an exploratory grid over the larger loops; the counts and the grid are
