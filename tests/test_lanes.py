@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from study.toolchain import lanes
+from study.toolchain import access, lanes
 from study.toolchain.sass import Instr
 from tests.conftest import needs_tools
 
@@ -126,7 +126,23 @@ def test_the_sass_gives_the_shared_wavefronts_the_h200_measured(kid):
     ([120] * 32, 128, 2),  # one float4 across the end of a line
 ])
 def test_lines_of_a_global_access(addrs, width, want):
-    assert lanes.lines(addrs, width) == want
+    assert access.lines(addrs, width) == want
+
+
+# The cycles a global load holds the L1: its lines' tags, 4 a cycle, or its data's banks, whichever
+# is more (the H200's stride curve of K1: docs/notes/predict/offshape/).
+@pytest.mark.parametrize("addrs,width,want", [
+    ([4 * i for i in LANE], 32, 1),  # one line, 32 banks
+    ([16 * i for i in LANE], 128, 4),  # 512 bytes: 4 lines, 4 cycles of data
+    ([4096 * 4 * i for i in LANE], 32, 32),  # rows 16 KB apart: 32 lines, every lane in bank 0
+    ([4097 * 4 * i for i in LANE], 32, 8),  # rows 4 bytes off: 32 banks, 32 tags at 4 a cycle
+    ([4100 * 4 * i for i in LANE], 32, 8),  # 16 bytes off: 4 lanes a bank, the tags still longer
+    ([4104 * 4 * i for i in LANE], 32, 8),  # 32 bytes off: 8 lanes a bank, 8 cycles either way
+    ([4112 * 4 * i for i in LANE], 32, 16),  # 64 bytes off: 16 lanes a bank
+    ([0] * 32, 32, 1),  # a broadcast
+])
+def test_global_cycles_are_the_tags_or_the_banks(addrs, width, want):
+    assert access.global_cycles(addrs, width) == want
 
 
 def test_global_addresses_need_the_kernels_arguments():
@@ -145,6 +161,8 @@ def test_global_addresses_need_the_kernels_arguments():
     assert a[0x50] == tuple(0x10000000 + 4 * 4096 * i for i in LANE)
     assert lanes.l1_cycles(prog, prog[5:], params) == [32, None]
     assert 0x50 not in lanes.lane_addresses(prog, prog[5:])  # no arguments: not given
+    # K = 4097: the rows' words fall in 32 banks, and the 32 tags take 8 cycles
+    assert lanes.l1_cycles(prog, prog[5:], {**params, 0x218: 4097}) == [8, None]
 
 
 # An asynchronous copy's write into shared memory: the wavefronts its bank conflicts add beyond a
@@ -160,7 +178,7 @@ def test_global_addresses_need_the_kernels_arguments():
     ([16 * i for i in LANE], 128, 0),  # 16 bytes a lane, contiguous (K15's copies of B)
 ])
 def test_copy_conflicts(addrs, width, want):
-    assert lanes.copy_conflicts(addrs, width) == want
+    assert access.copy_conflicts(addrs, width) == want
 
 
 def test_a_copy_holds_the_unit_for_its_lines_and_its_conflicts():

@@ -1,18 +1,23 @@
 """What one warp's memory access costs the SM's L1 / shared-memory unit, from its lanes'
-addresses (:mod:`study.toolchain.lanes` reads them from the SASS): the 128-byte lines a global
-access touches, the wavefronts a shared access takes, and what an asynchronous copy's bank
-conflicts add. A lane given as None does not run the access (a bounds check ended it)."""
+addresses (:mod:`study.toolchain.lanes` reads them from the SASS): the cycles a global access
+holds the L1 (its lines' tags and its data's banks), the wavefronts a shared access takes, and what
+an asynchronous copy's bank conflicts add. A lane given as None does not run the access (a bounds
+check ended it)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 LANES = 32
+# Lines whose tags the L1 looks up in one cycle. Measured on the H200 (sm_90) with K1's stride
+# curve, docs/notes/predict/offshape/: 32 lanes on 32 lines in 32 banks take about 10 cycles a
+# load against 34 when the lines put every lane in one bank.
+TAGS_PER_CYCLE = 4
 
 
 def lines(addrs: Sequence[int], width_bits: int, line: int = 128) -> int:
-    """The 128-byte lines one warp's global access touches (the L1's tag stage looks up one a
-    cycle): the distinct lines of every lane's bytes."""
+    """The 128-byte lines one warp's global access touches: the distinct lines of every lane's
+    bytes."""
     width = max(4, width_bits // 8)
     return len({(a + off) // line for a in addrs if a is not None for off in (0, width - 1)})
 
@@ -39,6 +44,15 @@ def wavefronts(addrs: Sequence[int], width_bits: int, banks: int = 32, bank_byte
         if words:
             total += max(per_bank.values())
     return total
+
+
+def global_cycles(addrs: Sequence[int], width_bits: int) -> int:
+    """The cycles one warp's global load holds the L1: its lines' tags, ``TAGS_PER_CYCLE`` a cycle,
+    or its data's banks, as a shared access's (:func:`wavefronts`: lanes on one bank in other
+    lines wait their turn), whichever takes longer. A coalesced load takes a cycle a line either
+    way; lanes each on a line of its own take their tags' cycles where their words fall in other
+    banks, and a cycle a lane where they share one (a row stride that is a multiple of 128 bytes)."""
+    return max(-(-lines(addrs, width_bits) // TAGS_PER_CYCLE), wavefronts(addrs, width_bits))
 
 
 def copy_conflicts(addrs: Sequence[int], width_bits: int) -> int:

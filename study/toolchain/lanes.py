@@ -49,7 +49,7 @@ import struct
 from collections.abc import Sequence
 
 from study.toolchain import walk
-from study.toolchain.access import LANES, copy_conflicts, lines, wavefronts
+from study.toolchain.access import LANES, copy_conflicts, global_cycles, wavefronts
 from study.toolchain.predicates import isetp
 from study.toolchain.predicates import signed as _signed
 from study.toolchain.sass import Instr
@@ -441,7 +441,8 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
               params: dict[int, int] | None = None) -> list[int | None]:
     """Per instruction of ``loop``: the cycles its access holds the SM's L1/shared-memory unit
     where its lanes' addresses are known (:func:`lane_addresses`): a shared access's wavefronts,
-    a global load's lines, an asynchronous copy's lines plus what the bank conflicts of its write
+    a global load's (:func:`study.toolchain.access.global_cycles`), an asynchronous copy's read as
+    a global load's plus what the bank conflicts of its write
     into shared memory add (:func:`study.toolchain.access.copy_conflicts`), either where only it
     is known; else None (not an access, or not known)."""
     addrs, dest = _play(instrs, loop, params)
@@ -456,13 +457,13 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
         if i.base == "LDGSTS" and (a is not None or d is not None):
             # either part where only it is known (a copy whose lines are not known holds no time
             # for them, as a global load's)
-            read = lines(a, i.width) if a is not None else 0
+            read = global_cycles(a, i.width) if a is not None else 0
             return read + (copy_conflicts(d, i.width) if d is not None else 0)
         if a is None:
             return None
         if i.pred.startswith("@!") and (i.base, _shared(i), "@" + i.pred[2:]) in guarded:
             return 0
-        return lines(a, i.width) if i.base in GLOBAL_ACCESS else wavefronts(a, i.width)
+        return global_cycles(a, i.width) if i.base in GLOBAL_ACCESS else wavefronts(a, i.width)
     return [cost(i) for i in loop]
 
 
