@@ -60,6 +60,10 @@ METRICS = (
     # read hit rate (where a global load's latency lies between L2 and DRAM): for study.predict
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
     "lts__t_sector_op_read_hit_rate.pct",
+    # the global loads' sectors that hit in the L1, and the L1's pace (a load whose lanes share a
+    # bank in other lines holds it a cycle a lane: docs/notes/predict.md)
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",

@@ -1,12 +1,13 @@
 """Counters of chosen kernels at shapes off the fit's, with the L1's and L2's hit counts added.
 
-    python docs/notes/predict/offshape/counters.py RUN_DIR "K1,T1@4097,4097,4097;..."
+    python docs/notes/predict/offshape/counters.py RUN_DIR "K1,T1@4097,4097,4097;..." [--extras-only]
 
 ``study.profile``'s counters plus the extras below, where this ncu knows their names (a name it
 does not know would fail every kernel's run): where a global load's sectors hit in the L1, and
 how many sectors the L2 serves. Rows go to RUN_DIR/data/ncu.csv as study.profile writes them;
 RUN_DIR is a copy of a run directory, so that an autotuned kernel launches the configuration that
-run timed. Run from the repository's root, on the GPU."""
+run timed. With --extras-only, the extras and the kernel's time alone (fewer replay passes). Run from
+the repository's root, on the GPU."""
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,8 @@ def main() -> int:
     names = known(ncu)
     extras = [m for m in EXTRAS if m.split(".")[0] in names]
     print("extras:", extras, "left out:", [m for m in EXTRAS if m not in extras], flush=True)
-    profile.METRICS = (*profile.METRICS, *extras)
+    base = ("gpu__time_duration.sum",) if "--extras-only" in sys.argv else profile.METRICS
+    profile.METRICS = (*base, *extras)
     rc = 0
     for item in spec.split(";"):
         ids, shape = item.split("@")
