@@ -365,9 +365,12 @@ def test_compare_splits_the_gap_by_the_models_costs():
     assert {(r["kernel"], r["variant"]) for r in rows} == {
         (k, v) for k in ("K6", "K7") for v in ("full model", "register banks free", "shared-load latency 0")}
     by = {(r["kernel"], r["variant"]): r for r in rows}
-    for k in ("K6", "K7"):  # switching a cost off never makes the loop slower
-        assert by[(k, "register banks free")]["ms"] <= by[(k, "full model")]["ms"] + 1e-9
-        assert by[(k, "shared-load latency 0")]["ms"] <= by[(k, "full model")]["ms"] + 1e-9
+    # switching a cost off does not make the loop slower, but for the order the warps then issue
+    # in: a list schedule is not monotone (K7 with the shared loads' latency at 0 plays 0.4% slower
+    # under the H200's constants), so within 1%
+    for k in ("K6", "K7"):
+        assert by[(k, "register banks free")]["ms"] <= 1.01 * by[(k, "full model")]["ms"]
+        assert by[(k, "shared-load latency 0")]["ms"] <= 1.01 * by[(k, "full model")]["ms"]
     # the unit's cycles hold at least the shared loads' wavefronts worked out from the sources in
     # tests/test_lanes.py (K6 8 per 32 FFMA, K7 20 per 64), plus the global loads and stores
     assert by[("K6", "full model")]["unit_cycles_per_ffma"] >= 8 / 32

@@ -115,8 +115,9 @@ def test_the_gpu_named_in_its_gpu_json_takes_its_fitted_set_and_another_the_anch
     assert issue.constants_for("NVIDIA GeForce RTX 4090") is issue.DEFAULT
     assert issue.constants_for(None) is issue.DEFAULT and not issue.fitted(h200, "NVIDIA GeForce RTX 4090")
     # the stated set is one the fit can return: its fields on the grid, the launch and the stream
-    # as the panel gives them, the others the anchors'
-    stream = dataclasses.replace(issue.DEFAULT, launch_us=h200.launch_us, stream_gbps=h200.stream_gbps)
+    # as the panel gives them, those outside the grid as the fit fixes them, the others the anchors'
+    stream = dataclasses.replace(issue.DEFAULT, **fit.FIXED, launch_us=h200.launch_us,
+                                 stream_gbps=h200.stream_gbps)
     assert h200 in fit.candidates(base=stream)
     body, warps, _ = LOOPS["C"]
     mine = model.predict(body, launch(warps), SHAPE, H200)

@@ -141,3 +141,21 @@ def test_bank_conflicts_count_reads_of_one_bank_beyond_the_first():
     assert sass.bank_conflicts_each(loop, 4) == [2, 0, 0, 2, 1, 0, 0]
     assert sass.bank_conflicts(loop, 4) == 5
     assert sass.bank_conflicts([i("FFMA", "R1, R0, R2, R5")], 2) == 1  # R0, R2 even; R5 odd
+
+
+def test_bank_rules_by_hand():
+    """The other rules of bank_conflicts_each, by hand: R0, R2, R4 share bank 0 mod 2 (two extra
+    reads; one under mod-all3, where a bank serves two); as 64-bit pairs (pair: (r // 2) mod 2) they
+    fall in banks 0, 1, 0 (one extra read); without slot c (-ab) R0 and R2 are one extra read mod 2
+    and none as pairs; an unknown rule is refused."""
+    import pytest
+
+    loop = [sass.Instr(0, "FFMA", "R1, R0, R2, R4", "", (0, (1 | 1 << 4 | 7 << 5 | 7 << 8) << 41))]
+    assert sass.bank_conflicts_each(loop, 2, "mod-extra") == [2]
+    assert sass.bank_conflicts_each(loop, 2, "mod-all3") == [1]
+    assert sass.bank_conflicts_each(loop, 2, "pair-extra") == [1]
+    assert sass.bank_conflicts_each(loop, 2, "pair-all3") == [0]
+    assert sass.bank_conflicts_each(loop, 2, "mod-extra-ab") == [1]
+    assert sass.bank_conflicts_each(loop, 2, "pair-extra-ab") == [0]
+    with pytest.raises(ValueError):
+        sass.bank_conflicts_each(loop, 2, "mod-any")

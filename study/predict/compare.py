@@ -2,12 +2,13 @@
 and what each difference costs in the model.
 
 Per FFMA of each main loop, from the SASS: instructions, stall cycles, reuse flags, the extra
-same-bank register reads the model charges (4 banks), the L1 / shared-memory unit's cycles, and
-the distance in instructions from each shared load to the first instruction that reads its result
-(the fewest and the median). Then each kernel predicted with the full model and with one cost
-switched off at a time (register banks; the shared-load latency), so that the gap between the two
-is split into what each rule puts on it. The switched-off rows are the model's account, not a
-measurement: a probe on the GPU says whether the rule holds (``study.bank_probe`` for the banks).
+same-bank register reads the model charges (under its constants' bank rule), the L1 /
+shared-memory unit's cycles, and the distance in instructions from each shared load to the first
+instruction that reads its result (the fewest and the median). Then each kernel predicted with
+the full model and with one cost switched off at a time (register banks; the shared-load
+latency), so that the gap between the two is split into what each rule puts on it. The
+switched-off rows are the model's account, not a measurement: a probe on the GPU says whether the
+rule holds (``study.bank_probe`` for the banks).
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ def lds_distances(body: list) -> list[int]:
     return out
 
 
-def loop_facts(body: list, l1_cycles: list) -> dict:
-    """The per-FFMA figures of a main loop (see the module docstring)."""
+def loop_facts(body: list, l1_cycles: list, c: issue.Constants = issue.DEFAULT) -> dict:
+    """The per-FFMA figures of a main loop (see the module docstring); the extra bank reads as
+    ``c`` counts them."""
     from study.toolchain import sass
 
     ffma = sum(1 for i in body if i.base == "FFMA")
@@ -58,7 +60,7 @@ def loop_facts(body: list, l1_cycles: list) -> dict:
         "instructions_per_ffma": len(body) / ffma,
         "stall_cycles_per_ffma": s["loop_stall_cycles"] / ffma,
         "reuse_flags_per_ffma": s["loop_reuse"] / ffma,
-        "bank_extra_reads_per_ffma": s["loop_bank4"] / ffma,
+        "bank_extra_reads_per_ffma": sass.bank_conflicts(body, c.banks, c.bank_rule) / ffma,
         "unit_cycles_per_ffma": sum(c or 0 for c in l1_cycles) / ffma,
         "lds_to_use_min": min(d) if d else None,
         "lds_to_use_median": statistics.median(d) if d else None,
@@ -69,7 +71,7 @@ def compare(loaded: dict, shape, gpu, arch: str) -> list[dict]:
     """``loaded``: kernel name -> ((body, l1_cycles), launch). One row per kernel and variant."""
     rows = []
     for name, ((body, cycles), launch) in loaded.items():
-        facts = loop_facts(body, cycles)
+        facts = loop_facts(body, cycles, issue.constants_for(gpu.name))
         for variant, change in VARIANTS.items():
             c = dataclasses.replace(issue.constants_for(gpu.name), **change)
             p = model.predict(body, launch, shape, gpu, arch, c=c, l1_cycles=cycles)

@@ -8,8 +8,10 @@ does not state, fitted once for DIR's GPU on a declared set of kernels, with lea
   anchor (:data:`study.predict.issue.DEFAULT`). Moved one at a time from the anchors on the
   H200 run's set, ldg_latency moved the set's error most, barrier_latency and mio_queue next,
   lds_latency less than either; the shared-memory unit's rate is the one the lanes' wavefronts
-  were checked against ncu's with, and bank_cycles 0 or 2 fit the set worse than 1. Whether the
-  instruction cache is played (icache_lines 0 or 256) is searched; its geometry is not.
+  were checked against ncu's with, and bank_cycles 0 or 2 fit the set worse than 1. The fields in
+  :data:`FIXED` take the values every fit that searched them chose (the instruction cache played,
+  icache_lines 256; its geometry is not searched), and the register banks' rule is searched with
+  the banks' count.
 * Before the grid, where DIR has a decode panel: the launch's fixed cost and the DRAM stream's
   rate (:func:`stream_fit`, on the vendor's GEMV, which no candidate changes), which every
   candidate then takes.
@@ -49,18 +51,24 @@ from study.toolchain import sass
 
 MAIN = check.MAIN
 
-# the fields searched and their values, the anchor's first: 144 candidates, each a simulation of
-# the whole set; icache_lines 0 leaves the instruction cache out, 256 plays it with the other
-# icache fields at their anchors; mbar_latency moves only the kernels whose loop tests an
-# mbarrier (SYNCS); lg_queue only those whose global loads hold the L1 (their lines known)
+# the fields searched and their values, the anchor's first: 96 candidates, each a simulation of
+# the whole set; lg_queue moves only the kernels whose global loads hold the L1 (their lines known);
+# banks and bank_rule together name which register reads conflict (sass.bank_conflicts_each): the
+# anchors' 4 banks of single registers with every source slot, or any of 2 banks, pairs of
+# registers and the accumulator's slot left out (the rule of the H200's bank probe,
+# docs/notes/predict.md)
 GRID: dict[str, tuple] = {
     "ldg_latency": (600, 800, 1000),
     "mio_queue": (8, 16),
     "lg_queue": (8, 16),
     "barrier_latency": (20, 60),
-    "icache_lines": (0, 256),
-    "mbar_latency": (20, 250, 500),
+    "banks": (4, 2),
+    "bank_rule": ("mod-extra", "pair-extra-ab"),
 }
+# fields every candidate takes, outside the grid: the values every fit that searched them chose
+# (the instruction cache played; the mbarrier test's latency, which moves only the kernels whose
+# loop tests one), kept out so that a fit takes half an hour on two cores
+FIXED: dict[str, object] = {"icache_lines": 256, "mbar_latency": 500}
 
 # kernels --check predicts that the fit leaves out, and why
 LEFT_OUT = {
@@ -167,8 +175,9 @@ def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
     loaded, failed = compile_all(timed, arch, functools.partial(load, sms=gpu.sms), configs)
     stream = stream_fit(pd.read_csv(run.file("decode.csv"))) if run.has("decode.csv") else None
     # every candidate takes the launch and the stream as the panel gives them
-    cands = candidates(base=issue.DEFAULT if stream is None else dataclasses.replace(
-        issue.DEFAULT, launch_us=stream["launch_us"], stream_gbps=float(stream["stream_gbps"])))
+    base = dataclasses.replace(issue.DEFAULT, **FIXED)
+    cands = candidates(base=base if stream is None else dataclasses.replace(
+        base, launch_us=stream["launch_us"], stream_gbps=float(stream["stream_gbps"])))
     loops: dict = {}
 
     def predict(kid: str, c: issue.Constants) -> dict:
@@ -207,7 +216,7 @@ def run_dir(root: str, arch: str, as_json: bool, load: Callable) -> int:
     objective = np.abs(logs).mean(axis=0)
     header = {"fit": "constants", "gpu": gpu.name, "run": commits, "shape": list(MAIN),
               "kernels": fitted_on, "left_out": {k: LEFT_OUT[k] for k in timed if k in LEFT_OUT},
-              "not_predicted": failed, "grid": {f: list(v) for f, v in GRID.items()},
+              "not_predicted": failed, "grid": {f: list(v) for f, v in GRID.items()}, "fixed": FIXED,
               "candidates": len(cands), "stream": stream, "constants": c.as_dict(),
               "objective": float(objective[chosen]),
               "objectives": [{**{f: getattr(k, f) for f in GRID}, "objective": float(v)}

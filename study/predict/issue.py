@@ -22,7 +22,8 @@ order. An instruction issues when
   played through the cache, and
 * its scheduler is not still reading the registers of its last instruction: each read of a
   register bank beyond the first, not served by the reuse cache, holds the scheduler's dispatch a
-  cycle (``study.toolchain.sass.bank_conflicts_each``, banks = register number mod ``banks``);
+  cycle (``study.toolchain.sass.bank_conflicts_each``, under the rule ``bank_rule`` with ``banks``
+  banks; by default bank = register number mod ``banks``);
 
 and each scheduler issues at most one instruction per cycle, from the ready warp that issued least
 recently. Each warp's state in each cycle
@@ -69,8 +70,9 @@ class Constants:
     alu_cycles: int = 2  # the same for the integer / logic pipe
     mio_queue: int = 8  # shared-memory accesses a scheduler may have waiting for the unit (MIO)
     lg_queue: int = 8  # global accesses that hold the unit, likewise, in their own queue (LG)
-    banks: int = 4  # register banks: a register's bank is its number mod this
+    banks: int = 4  # register banks: a register's (or its pair's, by bank_rule) bank is its number mod this
     bank_cycles: int = 1  # dispatch cycles each extra read of one bank costs (sass.bank_conflicts_each)
+    bank_rule: str = "mod-extra"  # which reads conflict (sass.BANK_RULES; sass.bank_conflicts_each)
     icache_lines: int = 0  # 128-byte lines each scheduler's instruction cache holds (0: not modelled)
     icache_ways: int = 4  # its associativity: a line's set is its address / 128 mod (lines / ways)
     icache_refill: int = 40  # cycles from a miss to the line in place, from the SM's next level
@@ -94,13 +96,16 @@ DEFAULT = Constants()  # the anchors, fitted on no GPU: of the order published f
 # The instruction cache's size, 256 lines (32 KB), lies between the loop sizes where ncu's fetch
 # stalls in the run of df8367b86b66 are negligible and where they are not; its ways, refill and
 # prefetch are the best of an exploratory grid over the larger loops; the counts and the grid are
-# in docs/notes/predict.md. The fit decides whether the cache is played.
+# in docs/notes/predict.md. The cache played and the mbarrier test's latency are the values every
+# fit that searched them chose (fit.FIXED).
+# The register banks' rule is the grid's choice between the anchors' and the one whose counts
+# follow the H200's bank probe best (study.bank_probe; the correlations are in the notes).
 # The launch's fixed cost and the stream's rate are fitted on the vendor's GEMV (study.predict.fit
-# .stream_fit), on the decode panel of the committed run of 6bde200c0500. The mbarrier test's
-# latency is the grid's (fit.GRID) on the same run; the values past the grid's are in the notes.
+# .stream_fit), on the decode panel of the committed run of 6bde200c0500.
 FITTED: dict[str, Constants] = {
-    "NVIDIA H200": Constants(ldg_latency=800, mio_queue=16, lg_queue=8, barrier_latency=20, icache_lines=256,
-                             mbar_latency=500, launch_us=8.2, stream_gbps=4429.0),
+    "NVIDIA H200": Constants(ldg_latency=800, mio_queue=8, lg_queue=8, barrier_latency=60, banks=2,
+                             bank_rule="pair-extra-ab", icache_lines=256, mbar_latency=500, launch_us=8.2,
+                             stream_gbps=4429.0),
 }
 LINE = 128  # bytes of an instruction-cache line
 
@@ -242,7 +247,7 @@ class _Sim:
         self.warps = [_Warp(block=b, scheduler=(b * warps_per_block + w) % schedulers)
                       for b in range(blocks) for w in range(warps_per_block)]
         self.by_sched = [[w for w in self.warps if w.scheduler == s] for s in range(schedulers)]
-        self.conflicts = bank_conflicts_each(body, c.banks)
+        self.conflicts = bank_conflicts_each(body, c.banks, c.bank_rule)
         self.dispatch_free = [0] * schedulers  # a scheduler reading banked registers issues nothing
         self.fma_free = [0] * schedulers
         self.alu_free = [0] * schedulers

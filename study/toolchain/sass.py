@@ -272,19 +272,39 @@ _SOURCE_REG = re.compile(r"^[-|!]*R(\d+)\b")
 BANKED = ("FFMA", "IMAD", "FMUL", "FADD")  # FP32-pipe instructions that read up to three registers
 
 
-def bank_conflicts(loop: Sequence[Instr], banks: int) -> int:
+# the rules bank_conflicts_each counts under
+BANK_RULES = ("mod-extra", "mod-all3", "pair-extra", "pair-all3", "mod-extra-ab", "pair-extra-ab")
+
+
+def bank_conflicts(loop: Sequence[Instr], banks: int, rule: str = "mod-extra") -> int:
     """:func:`bank_conflicts_each` summed over the loop."""
-    return sum(bank_conflicts_each(loop, banks))
+    return sum(bank_conflicts_each(loop, banks, rule))
 
 
-def bank_conflicts_each(loop: Sequence[Instr], banks: int) -> list[int]:
+def bank_conflicts_each(loop: Sequence[Instr], banks: int, rule: str = "mod-extra") -> list[int]:
     """Register reads of the loop's FP32-pipe instructions (FFMA, IMAD, FMUL, FADD) that share a
-    bank with another read of the same instruction, under the rule bank = register number mod
-    ``banks``: per instruction, its distinct source registers (slots a, b, c; RZ, constants and
-    immediates read none), less those the reuse cache serves (the previous instruction set the
-    reuse flag of that slot and read the same register there), counted per bank beyond the first.
+    bank with another read of the same instruction: per instruction, its distinct source registers
+    (slots a, b, c; RZ, constants and immediates read none), less those the reuse cache serves (the
+    previous instruction set the reuse flag of that slot and read the same register there), counted
+    per bank. ``rule`` names the bank of a register and what a bank serves in a cycle:
+
+    * ``mod-extra``: bank = register number mod ``banks``, one read per bank and cycle: the reads
+      of a bank beyond the first count;
+    * ``mod-all3``: bank = register number mod ``banks``, two reads per bank and cycle: the reads
+      of a bank beyond the second count (with 2 banks, a conflict only where all three sources
+      share one: the rule Jia et al. measured on Volta and Turing);
+    * ``pair-extra``, ``pair-all3``: the same with 64-bit-wide banks, bank = (register number // 2)
+      mod ``banks`` (an even/odd pair in one bank);
+    * a rule ending in ``-ab``: only slots a and b are read through the banks (slot c, an FFMA's
+      accumulator, is not counted).
+
     A count under a stated rule, not a claim about the hardware: which rule (if any) costs
     cycles on a GPU is for a fit or a microbenchmark to say. One count per instruction."""
+    if rule not in BANK_RULES:
+        raise ValueError(f"bank rule {rule!r}: expected one of {', '.join(BANK_RULES)}")
+    width = 2 if rule.startswith("pair") else 1
+    ports = 2 if "all3" in rule else 1
+    slots = 2 if rule.endswith("-ab") else 3
     counts = []
     prev: dict[int, int] = {}  # slot -> register the previous instruction keeps in the reuse cache
     for ins in loop:
@@ -295,11 +315,12 @@ def bank_conflicts_each(loop: Sequence[Instr], banks: int) -> list[int]:
                 m = _SOURCE_REG.match(text)
                 if m:
                     regs[slot] = int(m[1])
-        read = {r for slot, r in regs.items() if prev.get(slot) != r}
+        read = {r for slot, r in regs.items() if prev.get(slot) != r and slot < slots}
         per_bank: dict[int, int] = {}
         for r in read:
-            per_bank[r % banks] = per_bank.get(r % banks, 0) + 1
-        counts.append(sum(n - 1 for n in per_bank.values()))
+            b = (r // width) % banks
+            per_bank[b] = per_bank.get(b, 0) + 1
+        counts.append(sum(max(0, n - ports) for n in per_bank.values()))
         reuse = ins.control.reuse if ins.control else 0
         prev = {slot: r for slot, r in regs.items() if (reuse >> slot) & 1}
     return counts
