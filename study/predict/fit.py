@@ -67,7 +67,7 @@ GRID: dict[str, tuple] = {
 }
 # fields every candidate takes, outside the grid: the values every fit that searched them chose
 # (the instruction cache played; the mbarrier test's latency, which moves only the kernels whose
-# loop tests one), kept out so that a fit takes half an hour on two cores
+# loop tests one), kept out of the grid to halve it
 FIXED: dict[str, object] = {"icache_lines": 256, "mbar_latency": 500}
 
 # kernels --check predicts that the fit leaves out, and why

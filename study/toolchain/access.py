@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 LANES = 32
-# Lines whose tags the L1 looks up in one cycle. Measured on the H200 (sm_90) with K1's stride
-# curve, docs/notes/predict/offshape/: 32 lanes on 32 lines in 32 banks take about 10 cycles a
-# load against 34 when the lines put every lane in one bank.
+# Lines whose tags the L1 looks up in one cycle: read off K1's time against A's row stride on the
+# H200 (sm_90), where 32 lanes on 32 lines fall in 32 banks (docs/notes/predict.md, "The L1 serves
+# a global load by its banks too"; the probe in docs/notes/predict/offshape/).
 TAGS_PER_CYCLE = 4
 
 
