@@ -53,9 +53,9 @@ MAIN = check.MAIN
 
 # the fields searched and their values, the anchor's first: 96 candidates, each a simulation of
 # the whole set; lg_queue moves only the kernels whose global loads hold the L1 (their lines known);
-# banks and bank_rule together name which register reads conflict (sass.bank_conflicts_each): the
-# anchors' 4 banks of single registers with every source slot, or any of 2 banks, pairs of
-# registers and the accumulator's slot left out (the rule of the H200's bank probe,
+# banks and bank_rule together name which register reads conflict (sass.bank_conflicts_each):
+# each count of banks with each rule, the anchors' (single registers, every source slot) and the
+# one the H200's bank probe follows best (register pairs, the accumulator's slot left out;
 # docs/notes/predict.md)
 GRID: dict[str, tuple] = {
     "ldg_latency": (600, 800, 1000),
