@@ -2,7 +2,8 @@
 EVEN_K with masked M / N loads and row-major tile order, as the twins launch at 4096³) with a clock
 stamp a trip (an inline ``%clock64`` read after the trip's dot, stored by the program) and its SM id,
 for T3 and T3p (32 x 32 x 32, 32 warps; 1 and 3 stages) and T5 / T5p (32 x 128 x 32, 4 warps).
-Each stamped build is timed; stamps.py gives the cycles a trip by the program's age among those on
+Each build is timed stamped and unstamped (STAMP=False: the same loop without the clock reads and
+stores); stamps.py gives the cycles a trip by the program's age among those on
 its SM.
 
     python docs/notes/predict/phase/twins.py OUT.jsonl
@@ -29,7 +30,7 @@ TWINS = {"T3": (32, 32, 32, 32, 1), "T3p": (32, 32, 32, 32, 3), "T5": (32, 128, 
 
 @triton.jit
 def stamped_kernel(a_ptr, b_ptr, c_ptr, st_ptr, sm_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                   BK: tl.constexpr):
+                   BK: tl.constexpr, STAMP: tl.constexpr = True):
     pid = tl.program_id(0)
     num_pid_n = tl.cdiv(N, BN)
     pid_m = pid // num_pid_n
@@ -45,12 +46,15 @@ def stamped_kernel(a_ptr, b_ptr, c_ptr, st_ptr, sm_ptr, M, N, K, BM: tl.constexp
         a = tl.load(a_ptrs, mask=rm[:, None] < M, other=0.0)
         b = tl.load(b_ptrs, mask=rn[None, :] < N, other=0.0)
         acc = tl.dot(a, b, acc, input_precision="ieee")
-        t = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [k0], dtype=tl.int64, is_pure=False, pack=1)
-        tl.store(st_ptr + pid * trips + k0, t)
+        if STAMP:
+            t = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [k0], dtype=tl.int64, is_pure=False,
+                                          pack=1)
+            tl.store(st_ptr + pid * trips + k0, t)
         a_ptrs += BK
         b_ptrs += BK * N
-    sm = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [pid], dtype=tl.int32, is_pure=False, pack=1)
-    tl.store(sm_ptr + pid, sm)
+    if STAMP:
+        sm = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [pid], dtype=tl.int32, is_pure=False, pack=1)
+        tl.store(sm_ptr + pid, sm)
     c_ptrs = c_ptr + rm[:, None] * N + rn[None, :]
     tl.store(c_ptrs, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
@@ -85,9 +89,14 @@ def main() -> int:
             st = torch.zeros(grid[0] * trips, dtype=torch.int64, device="cuda")
             sm = torch.full((grid[0],), -1, dtype=torch.int32, device="cuda")
 
-            def launch():
-                stamped_kernel[grid](A, B, C, st, sm, M, N, K, BM=bm, BN=bn, BK=bk, num_warps=warps,
+            def launch(stamp=True):
+                stamped_kernel[grid](A, B, C, st, sm, M, N, K, BM=bm, BN=bn, BK=bk, STAMP=stamp, num_warps=warps,
                                      num_stages=stages)
+
+            C.fill_(float("nan"))
+            launch(False)
+            plain_err = float((C.double() - ref).abs().max()) / scale
+            plain = timed(lambda: launch(False))
 
             C.fill_(float("nan"))
             launch()
@@ -98,6 +107,8 @@ def main() -> int:
             s = st.view(grid[0], trips).cpu().numpy()
             table = by_age.by_rank(sm.cpu().numpy(), s, np.full(grid[0], trips), trips)
             row = dict(kernel=f"{twin} stamped", ms=ms, p20=p20, p80=p80, max_rel_err=err, ok=bool(err < 1e-5),
+                       unstamped_ms=plain[0], unstamped_p20=plain[1], unstamped_p80=plain[2],
+                       unstamped_max_rel_err=plain_err,
                        trips=trips, gpu=gpu,
                        by_rank={str(r): {"cycles_a_trip": c, "trips": n} for r, (c, n) in table.items()})
             print(json.dumps(row), flush=True)
