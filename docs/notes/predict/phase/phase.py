@@ -4,6 +4,7 @@ clock stamp at every barrier (stamped.cuh), which tells how fast each of an SM's
 age among them (stamps.py).
 
     python docs/notes/predict/phase/phase.py OUT_DIR
+    python docs/notes/predict/phase/phase.py --once KID RESIDENCY   # one launch to profile (ncu.sh)
 
 Every launch is checked against a float64 product first, its output poisoned with NaN; times are
 CUDA events, 20 launches after 3 of warm-up, median with p20 / p80. Run from the repository's root,
@@ -57,7 +58,33 @@ def timed(launch, reps=20, warm=3):
     return float(np.median(ts)), float(np.percentile(ts, 20)), float(np.percentile(ts, 80))
 
 
+def once(kid: str, residency: int) -> int:
+    """One rung at ``residency`` blocks an SM: checked against float64, then launched once more
+    (the launch to profile: ``ncu --launch-skip 1 --launch-count 1``)."""
+    src, sym, block, (bm, bn), _ = RUNGS[kid]
+    rng = np.random.default_rng(0)
+    A = cp.asarray(rng.standard_normal((M, K), dtype=np.float32))
+    B = cp.asarray(rng.standard_normal((K, N), dtype=np.float32))
+    C = cp.full((M, N), cp.nan, dtype=cp.float32)
+    fn = cp.RawModule(path=str(cubin(ROOT / "cuda_kernels" / src, Path(f"/tmp/{kid}.cubin")))).get_function(sym)
+    dyn = (SM_SMEM // residency) // 128 * 128 - BLOCK_RESERVED - fn.attributes["shared_size_bytes"]
+    fn.max_dynamic_shared_size_bytes = dyn
+    args = (np.int32(M), np.int32(N), np.int32(K), np.float32(1.0), A, B, np.float32(0.0), C)
+    grid = (-(-N // bn), -(-M // bm))
+    fn(grid, block, args, shared_mem=dyn)
+    ref = A.astype(cp.float64) @ B.astype(cp.float64)
+    err = float(cp.abs(C.astype(cp.float64) - ref).max()) / float(cp.abs(ref).max())
+    if not err < 1e-5:
+        print(f"{kid} at {residency} an SM: wrong result ({err})", file=sys.stderr)
+        return 1
+    fn(grid, block, args, shared_mem=dyn)
+    cp.cuda.Device().synchronize()
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1] == "--once":
+        return once(sys.argv[2], int(sys.argv[3]))
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     rows = out / "residency.jsonl"
