@@ -12,7 +12,9 @@ for case in ${CASES:-K3:1 K3:2 K4:1 K4:9 K5:1 K5:8 K7:1 K7:2 K9:1 K9:2}; do
   timeout 240 "$NCU" --clock-control none --csv --metrics "$METRICS" --kernel-name regex:'^k[0-9]' \
     --launch-skip 1 --launch-count 1 python3 docs/notes/predict/phase/phase.py --once "$kid" "$res" \
     > "$OUT/ncu_$kid.$res.txt" 2> "$OUT/ncu_$kid.$res.err"
-  echo "$case: rc $? $(grep -c '"' "$OUT/ncu_$kid.$res.txt") lines"
+  rc=$?; echo "$case: rc $rc $(grep -c '"' "$OUT/ncu_$kid.$res.txt") lines"
+  [ $rc -eq 0 ] || head -5 "$OUT/ncu_$kid.$res.err"
+  rm -f "$OUT/ncu_$kid.$res.err"
 done
 python3 - "$OUT" <<'PY'
 import csv, sys
