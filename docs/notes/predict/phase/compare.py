@@ -1,12 +1,13 @@
 """The model (study.predict, the constants fitted for the H200) beside phase.py's measurements:
 each rung's time at each residency, and how fast each of an SM's blocks runs by its age.
 
-    python docs/notes/predict/phase/compare.py RESIDENCY.jsonl
+    python docs/notes/predict/phase/compare.py RESIDENCY.jsonl [FIELD=VALUE ...]
 
 Per residency row: the prediction with the dynamic shared memory the row launched with (which
 sets the blocks an SM holds), and its error. Per stamped row: the simulated loop's cycles a trip of
 each resident block, oldest first (the blocks' warps counted from cycle 30,000 to 150,000 of one
-SM's simulation), beside the cycles a trip that the stamps give at each age rank. No GPU."""
+SM's simulation), beside the cycles a trip that the stamps give at each age rank. FIELD=VALUE
+replaces a fitted constant (``ldg_latency=400``). No GPU."""
 import dataclasses
 import json
 import sys
@@ -37,6 +38,9 @@ def paces(body, cycles, warps: int, blocks: int, c: issue.Constants) -> list[flo
 def main() -> int:
     gpu = GPU.from_json(DEFAULT_GPU)
     c = issue.constants_for(gpu.name)
+    for arg in sys.argv[2:]:
+        field, value = arg.split("=")
+        c = dataclasses.replace(c, **{field: type(getattr(c, field))(value)})
     rows = [json.loads(line) for line in open(sys.argv[1])]
     loaded = {}
     for r in rows:
