@@ -39,8 +39,12 @@ def main() -> int:
     loops: dict = {}
 
     def column(j: int) -> list:
-        return [model.predict(*_args(loaded[k]), fit.MAIN, gpu, "sm_90", c=cands[j], l1_cycles=loaded[k][1],
-                              loops=loops)["ms"] for k in kids]
+        out = []
+        for k in kids:
+            body, cycles, launch = loaded[k]
+            out.append(model.predict(body, launch, fit.MAIN, gpu, "sm_90", c=cands[j], l1_cycles=cycles,
+                                     loops=loops)["ms"])
+        return out
 
     table = {0: column(0)}
     for j, col in fit.columns(column, len(cands)):
@@ -68,11 +72,6 @@ def main() -> int:
               + f"{len(b['steps_outside_5'])} ({', '.join(b['steps_outside_5'])}); twins outside ±5%: "
               + f"{b['twins_outside_5']}; kernels outside ±10%: {', '.join(b['kernels_outside_10']) or 'none'}")
     return 0
-
-
-def _args(entry):
-    body, _, launch = entry
-    return body, launch
 
 
 if __name__ == "__main__":  # the columns are played in forked workers

@@ -37,6 +37,11 @@ STAMPED = ("K3", "K4", "K5", "K6", "K7", "K8", "K9")
 TRIP_K = {"K3": 32, "K4": 32, "K5": 32, "K6": 32, "K7": 8, "K8": 8, "K9": 8}
 
 
+def dynamic_smem(static: int, residency: int) -> int:
+    """The dynamic shared memory that leaves room for ``residency`` blocks of ``static`` bytes an SM."""
+    return (SM_SMEM // residency) // 128 * 128 - BLOCK_RESERVED - static
+
+
 def cubin(src: Path, out: Path, *include: Path) -> Path:
     extra = [a for d in include for a in ("-I", str(d))]
     subprocess.run(["nvcc", "-cubin", "-O3", "-std=c++17", "-arch=sm_90", "-I", str(ROOT / "cuda_kernels"), *extra,
@@ -67,7 +72,7 @@ def once(kid: str, residency: int) -> int:
     B = cp.asarray(rng.standard_normal((K, N), dtype=np.float32))
     C = cp.full((M, N), cp.nan, dtype=cp.float32)
     fn = cp.RawModule(path=str(cubin(ROOT / "cuda_kernels" / src, Path(f"/tmp/{kid}.cubin")))).get_function(sym)
-    dyn = (SM_SMEM // residency) // 128 * 128 - BLOCK_RESERVED - fn.attributes["shared_size_bytes"]
+    dyn = dynamic_smem(fn.attributes["shared_size_bytes"], residency)
     fn.max_dynamic_shared_size_bytes = dyn
     args = (np.int32(M), np.int32(N), np.int32(K), np.float32(1.0), A, B, np.float32(0.0), C)
     grid = (-(-N // bn), -(-M // bm))
@@ -102,8 +107,7 @@ def main() -> int:
         static = fn.attributes["shared_size_bytes"]
         grid = (-(-N // bn), -(-M // bm))
         for r in residencies:
-            per_block = (SM_SMEM // r) // 128 * 128
-            dyn = per_block - BLOCK_RESERVED - static
+            dyn = dynamic_smem(static, r)
             fn.max_dynamic_shared_size_bytes = dyn
             C.fill(cp.nan)
             fn(grid, block, args, shared_mem=dyn)
