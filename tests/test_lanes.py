@@ -208,6 +208,71 @@ def test_a_guarded_pair_of_stores_costs_one_of_them():
     assert lanes.l1_cycles(prog, prog[2:]) == [32, 0, None]
 
 
+def test_two_loads_under_opposite_guards_are_each_priced():
+    """The pair rule above is for one access written twice (its operand the same); two global
+    loads of other addresses under P and !P are two loads."""
+    params = {0x210: 0x10000000, 0x218: 0x20000000}
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "LDC.64", "R2, c[0x0][0x210]"),
+            ins(0x20, "LDC.64", "R4, c[0x0][0x218]"), ins(0x30, "IMAD.WIDE", "R2, R0, 0x80, R2"),
+            ins(0x40, "LDG.E", "R6, desc[UR4][R2.64]", pred="@!P0"),
+            ins(0x50, "LDG.E", "R7, desc[UR4][R4.64]", pred="@P0"), ins(0x60, "BRA", "0x40")]
+    # lanes 128 B apart: 32 lines, 8 cycles of tags, all in bank 0: 32 cycles; then one word
+    assert lanes.l1_cycles(prog, prog[4:], params) == [32, 1, None]
+
+
+@pytest.mark.parametrize("op,operands,want", [
+    # min(tid, 5) and max: Hopper's VIMNMX reads like IMNMX (PT: the minimum)
+    ("VIMNMX", "R1, R0, 0x5, PT", [min(i, 5) for i in LANE]),
+    ("VIMNMX", "R1, R0, 0x5, !PT", [max(i, 5) for i in LANE]),
+    ("VIMNMX.U32", "R1, R0, 0xffffffff, PT", list(LANE)),  # unsigned: -1 is the largest
+    ("VIMNMX", "R1, R0, 0xffffffff, !PT", list(LANE)),  # signed: -1 is below every lane
+    # min(tid + 16, 20)
+    ("VIADDMNMX", "R1, R0, 0x10, R2, PT", [min(i + 16, 20) for i in LANE]),
+    # byte 0 of tid, then the low three bytes of 0x20 (b:a, selector 0x6540): (0x20 << 8) | tid
+    ("PRMT", "R1, R0, 0x6540, R2", [(20 << 8) | i for i in LANE]),
+    # tid where tid < 4 (P0 from the ISETP), else 20
+    ("SEL", "R1, R0, R2, P0", [i if i < 4 else 20 for i in LANE]),
+    ("SEL", "R1, R0, R2, !P0", [20 if i < 4 else i for i in LANE]),
+])
+def test_the_min_max_byte_and_select_steps(op, operands, want):
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "MOV", "R2, 0x14"),
+            ins(0x20, "ISETP.GE.AND", "P0, PT, R0, 0x4, PT"),
+            ins(0x30, "ISETP.LT.AND", "P0, PT, R0, 0x4, PT"),
+            ins(0x40, op, operands), ins(0x50, "LDS", "R3, [R1.X4]"), ins(0x60, "BRA", "0x50")]
+    assert lanes.lane_addresses(prog, prog[5:])[0x50] == tuple(4 * w for w in want)
+
+
+@pytest.mark.parametrize("writer,want", [
+    # a uniform compare, copied into P0 by PLOP3 (0x80: a AND b AND c, a and b PT): tid + 4
+    ("UISETP.GT.AND UP0, UPT, UR5, 0x1f, UPT", 4),
+    # an add's carry out into P0, and a float compare, are not played: P0 not known, as if unguarded
+    ("IADD3 R7, P0, R0, 0x4, RZ", 4),
+    ("FSETP.GT.AND P0, PT, R0, RZ, PT", 4),
+])
+def test_a_predicate_is_known_only_where_its_writer_is_played(writer, want):
+    """P0 first holds false for every lane (ISETP), so a guarded add left unplayed would leave
+    tid; a writer of P0 the interpreter plays (or does not) decides what the guard does."""
+    op, operands = writer.split(" ", 1)
+    copy = "P0, PT, PT, PT, UP0, 0x80, 0x0"
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x08, "MOV", "R9, 0x40"),
+            ins(0x10, "ULDC", "UR5, c[0x0][0x210]"),
+            ins(0x18, "ISETP.GT.AND", "P0, PT, R0, 0x100, PT"), ins(0x20, op, operands),
+            ins(0x28, "PLOP3.LUT", copy) if op == "UISETP.GT.AND" else ins(0x28, "NOP", ""),
+            ins(0x30, "IADD3", "R0, R0, 0x4, RZ", pred="@P0"),
+            ins(0x40, "LDS", "R1, [R0.X4]"), ins(0x50, "BRA", "0x40")]
+    a = lanes.lane_addresses(prog, prog[-2:], {0x210: 0x1000})[0x40]
+    assert a == tuple(4 * (i + want) for i in LANE)
+    # with the writer left out, P0 stays false and the add does not run
+    prog[4] = prog[5] = ins(0x20, "NOP", "")
+    assert lanes.lane_addresses(prog, prog[-2:], {0x210: 0x1000})[0x40] == tuple(4 * i for i in LANE)
+
+
+def test_a_select_whose_predicate_is_not_known_moves_only_uniform_choices():
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "MOV", "R2, 0x14"),
+            ins(0x20, "SEL", "R1, R0, R2, P3"), ins(0x30, "LDS", "R3, [R1.X4]"), ins(0x40, "BRA", "0x30")]
+    assert lanes.lane_addresses(prog, prog[3:])[0x30] is None  # P3 never written: not known
+
+
 @needs_tools
 def test_k1_reads_a_line_per_lane_of_a_and_one_of_b():
     """K1 (the row from threadIdx.x): per FFMA a warp reads A at 32 rows (32 lines) and one float
@@ -298,16 +363,43 @@ def test_a_loads_own_guard_is_not_played():
 
 
 def test_newer_integer_adds_and_a_divisions_steps_are_played():
-    # VIADD a + imm; IMAD.HI.U32 the high word of a product plus c; I2F / MUFU.RCP / F2I of the
-    # reciprocal an integer division starts from: 7 -> 7.0 -> 1/7 -> truncated 0
+    # VIADD a + imm; I2F / MUFU.RCP / F2I of the reciprocal an integer division starts from:
+    # 7 -> 7.0 -> 1/7 -> truncated 0
     prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "VIADD", "R1, R0, 0x1f"),
-            ins(0x20, "MOV", "R2, 0x80000000"), ins(0x30, "IMAD.HI.U32", "R3, R0, R2, R1"),
             ins(0x40, "MOV", "R4, 0x7"), ins(0x50, "I2F.U32.RP", "R5, R4"), ins(0x60, "MUFU.RCP", "R6, R5"),
-            ins(0x70, "F2I.FTZ.U32.TRUNC.NTZ", "R7, R6"), ins(0x80, "IADD3", "R8, R3, R7, RZ"),
+            ins(0x70, "F2I.FTZ.U32.TRUNC.NTZ", "R7, R6"), ins(0x80, "IADD3", "R8, R1, R7, RZ"),
             ins(0x90, "LDS", "R9, [R1]"), ins(0xa0, "LDS", "R9, [R8]"), ins(0xb0, "BRA", "0x90")]
-    a = lanes.lane_addresses(prog, prog[9:])
+    a = lanes.lane_addresses(prog, prog[7:])
     assert a[0x90] == tuple(i + 0x1F for i in LANE)
-    assert a[0xa0] == tuple((i * 0x80000000 >> 32) + i + 0x1F for i in LANE)  # + F2I(1/7.0) = 0
+    assert a[0xa0] == a[0x90]  # + F2I(1/7.0) = 0
+
+
+@pytest.mark.parametrize("divisor", [1, 3, 7, 64, 1000])
+def test_an_unsigned_division_as_nvcc_writes_it(divisor):
+    """nvcc's unsigned n / d: a reciprocal estimate, refined by IMAD.HI.U32 whose addend is the
+    64-bit pair c+1:c (c zero, c+1 the estimate), the quotient's high word, then two fix-ups
+    under predicates that differ by lane. The lanes' quotients are Python's."""
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x08, "IMAD", "R0, R0, 0x3b9, 0x3e8"),  # n = 953 t + 1000
+            ins(0x10, "MOV", f"R4, {divisor:#x}"), ins(0x20, "I2F.U32.RP", "R5, R4"),
+            ins(0x30, "MUFU.RCP", "R5, R5"),
+            ins(0x40, "IADD3", "R6, R5, 0xffffffe, RZ"), ins(0x50, "F2I.FTZ.U32.TRUNC.NTZ", "R7, R6"),
+            ins(0x60, "HFMA2.MMA", "R6, -RZ, RZ, 0, 0"), ins(0x70, "IADD3", "R8, RZ, -R4, RZ"),
+            ins(0x80, "IMAD", "R8, R8, R7, RZ"), ins(0x90, "IMAD.HI.U32", "R7, R7, R8, R6"),
+            ins(0xa0, "IMAD.HI.U32", "R9, R7, R0, RZ"), ins(0xb0, "IADD3", "R10, -R9, RZ, RZ"),
+            ins(0xc0, "IMAD", "R10, R4, R10, R0"), ins(0xd0, "ISETP.GE.U32.AND", "P0, PT, R10, R4, PT"),
+            ins(0xe0, "IADD3", "R10, R10, -R4, RZ", pred="@P0"),
+            ins(0xf0, "IADD3", "R9, R9, 0x1, RZ", pred="@P0"),
+            ins(0x100, "ISETP.GE.U32.AND", "P1, PT, R10, R4, PT"),
+            ins(0x110, "IADD3", "R9, R9, 0x1, RZ", pred="@P1"),
+            ins(0x120, "LDS", "R11, [R9.X4]"), ins(0x130, "BRA", "0x120")]
+    a = lanes.lane_addresses(prog, prog[-2:])[0x120]
+    assert a == tuple(4 * ((953 * i + 1000) // divisor) for i in LANE)
+
+
+def test_a_guard_whose_lanes_are_not_known_leaves_the_result_as_if_unguarded():
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "IADD3", "R0, R0, 0x4, RZ", pred="@P3"),
+            ins(0x20, "LDS", "R1, [R0.X4]"), ins(0x30, "BRA", "0x20")]
+    assert lanes.lane_addresses(prog, prog[2:])[0x20] == tuple(4 * (i + 4) for i in LANE)
 
 
 def test_arguments_lie_at_their_natural_alignment_from_0x210():

@@ -12,33 +12,31 @@ that :mod:`study.toolchain.access` can count the cycles each access needs.
 Rules of the interpreter:
 
 * Instructions run once each, in address order, from the kernel's entry to the end of the main
-  loop (the loop's first pass); guards are ignored (an instruction guarded ``@!PT`` never runs)
-  and branches are not followed, but for a forward branch before the loop, landing at or before
-  its start, whose predicate is known and the same in every running lane
-  (:func:`study.toolchain.walk.path`): address registers are set on the straight path before the
-  loop, the guarded code beside them (empty problems, bounds) writes other registers. One guard is
-  played: an EXIT before the loop under a predicate whose lanes are known (an integer compare,
-  ISETP, of known values, combined with another known predicate) ends those lanes, and the
-  loop's accesses are priced for the lanes left (a bounds check: at M = 1 a kernel that puts
-  rows on lanes runs one lane a warp). A predicate not known, or an EXIT after a branch (the
-  straight path may not be warp 0's there: a warp-specialised kernel's producers branch away),
-  leaves every lane running.
-* A value is 32 lanes of 32-bit integers. Anything the interpreter does not model (a load's
-  result, a floating-point result, an opcode outside the set below) makes its destination
-  unknown, and an address that reads an unknown register is unknown (``None``): it is never
-  guessed.
+  loop (the loop's first pass). A guard whose lanes are known applies lane by lane (the lanes it
+  holds for take the result, the others keep theirs: an integer division's fix-ups); one not
+  known is ignored; ``@!PT`` never runs. Branches are not followed, but for a forward branch
+  before the loop, landing at or before its start, whose predicate is known and the same in
+  every running lane (:func:`study.toolchain.walk.path`). An EXIT before the loop under a known
+  predicate ends those lanes, and the loop's accesses are priced for the lanes left (a bounds
+  check: at M = 1 a kernel that puts rows on lanes runs one lane a warp); an EXIT after a branch
+  (a warp-specialised kernel's producers branch away) leaves every lane running. An access's own
+  guard is not played (:func:`_running`).
+* A value is 32 lanes of 32-bit integers, a predicate 32 booleans. Anything the interpreter does
+  not model (a load's result, a floating-point result or compare, an add's carry out, an opcode
+  outside the set below) makes its destination unknown, and an address that reads an unknown
+  register is unknown (``None``): it is never guessed.
 * Constant bank 0 holds the kernel's arguments at the offsets ``params`` gives; every other
-  constant, and any special register but the thread and lane index, reads 0. Being the same for
-  every lane, they move a warp's shared addresses together (a shared-memory stride is a
-  compile-time constant in the kernels this reads); global addresses, which move with the
-  matrices' sizes, are given only with ``params``.
-* A spill (STL) keeps the value under its local address, and its reload (LDL) gives it back.
+  constant, and any special register but the thread and lane index, reads 0 (the same for every
+  lane: shared addresses move together; global ones, which move with the matrices' sizes, are
+  given only with ``params``). A spill (STL) keeps its value under its local address for its
+  reload (LDL).
 
-Opcodes modelled: ISETP (into a predicate), MOV, UMOV, R2UR, IMAD (every form; .WIDE's low
-word), IADD3, UIADD3, VIADD, the steps of an integer division (I2F, MUFU.RCP, F2I, IMAD.HI), LEA,
-ULEA (and .HI), SHF, USHF, SHL, SHR, LOP3, ULOP3, IABS, IMNMX, SEL and USEL (where either choice moves
-the lanes together), SGXT, BMSK, CS2R, HFMA2.MMA of two constants (the compiler's constant move),
-S2R, S2UR, LDC, ULDC, STL, LDL.
+Opcodes modelled: ISETP and UISETP, PLOP3 (into predicates), MOV, UMOV, R2UR, IMAD (every form;
+.WIDE's low word; .HI adds the 64-bit pair c+1:c), IADD3, UIADD3, VIADD, the steps of an integer
+division (I2F, MUFU.RCP, F2I, IMAD.HI), LEA, ULEA (and .HI), SHF, USHF, SHL, SHR, LOP3, ULOP3,
+IABS, IMNMX, VIMNMX, VIADDMNMX, PRMT (its default mode), SEL and USEL (lane by lane where the
+predicate is known, else where either choice moves the lanes together), SGXT, BMSK, CS2R,
+HFMA2.MMA of two constants (the compiler's constant move), S2R, S2UR, LDC, ULDC, STL, LDL.
 """
 
 
@@ -50,11 +48,11 @@ from collections.abc import Sequence
 
 from study.toolchain import walk
 from study.toolchain.access import LANES, copy_conflicts, global_cycles, wavefronts
-from study.toolchain.predicates import isetp
+from study.toolchain.bits import MASK, f32, f32_bits, lop3, prmt
+from study.toolchain.predicates import isetp, plop3
 from study.toolchain.predicates import signed as _signed
 from study.toolchain.sass import Instr
 
-MASK = 0xFFFFFFFF
 SHARED_ACCESS = ("LDS", "STS", "LDSM")
 GLOBAL_ACCESS = ("LDG", "LDGSTS")
 ZERO = (0,) * LANES
@@ -138,16 +136,7 @@ class Lanes:
             return
         self.regs[name] = val
         if pair is not None or wide:  # the register after a 64-bit destination
-            prefix = "UR" if name.startswith("UR") else "R"
-            self.regs[f"{prefix}{int(name[len(prefix):]) + 1}"] = pair
-
-
-def _lop3(a: int, b: int, c: int, lut: int) -> int:
-    r = 0
-    for bit in range(32):
-        idx = (((a >> bit) & 1) << 2) | (((b >> bit) & 1) << 1) | ((c >> bit) & 1)
-        r |= ((lut >> idx) & 1) << bit
-    return r
+            self.regs[_next(name)] = pair
 
 
 def _param_offset(text: str) -> int | None:
@@ -156,19 +145,24 @@ def _param_offset(text: str) -> int | None:
     return int(m[1], 16) if m else None
 
 
-def _f32(bits: int) -> float:
-    return struct.unpack("<f", struct.pack("<I", bits & MASK))[0]
-
-
-def _f32_bits(x: float) -> int:
-    try:
-        return struct.unpack("<I", struct.pack("<f", x))[0]
-    except OverflowError:
-        return 0x7F800000 if x > 0 else 0xFF800000
-
-
 def step(state: Lanes, ins: Instr) -> None:
-    """Play one instruction on ``state`` (its destination becomes unknown where not modelled)."""
+    """Play one instruction on ``state`` (its destination becomes unknown where not modelled).
+    Under a guard whose lanes are known, the lanes it holds for take the result and the others
+    keep what they held (an integer division's guarded fix-ups); under one not known, or where
+    the destination held nothing known, the result as if unguarded."""
+    guard = state.pred(ins.pred.lstrip("@")) if ins.pred and ins.pred != "@PT" else None
+    if guard is None or all(guard):
+        return _step(state, ins)
+    regs, preds = dict(state.regs), dict(state.preds)
+    _step(state, ins)
+    for held, now in ((regs, state.regs), (preds, state.preds)):
+        for name, val in now.items():
+            old = held.get(name)
+            if old is not None and val is not None and val is not old:
+                now[name] = tuple(v if on else o for v, o, on in zip(val, old, guard))
+
+
+def _step(state: Lanes, ins: Instr) -> None:
     ops = split_operands(ins.operands)
     base = ins.base.lstrip("U") if ins.base.startswith("U") and ins.base not in ("UMOV",) else ins.base
     mods = ins.mods
@@ -182,10 +176,20 @@ def step(state: Lanes, ins: Instr) -> None:
     if ins.base == "LDL":  # its reload
         state.write(dest, state.local.get(src[0]) if src else None)
         return
-    if ins.base == "ISETP":
+    if ins.base in ("ISETP", "UISETP"):
         isetp(state, ins, ops)
         return
-    # other predicate destinations and stores have no register result here
+    if ins.base in ("PLOP3", "UPLOP3"):
+        plop3(state, ops)
+        return
+    if ins.base == "R2P":  # predicates from a register's bits: not played
+        state.preds = dict.fromkeys(state.preds)
+        return
+    # other predicates written (a compare not played, an add's carry out) are not known; stores
+    # have no result here
+    for i, name in enumerate(ops[:2]):
+        if re.match(r"^U?P\d$", name) and (i == 0 or not re.match(r"^U?P", dest)):
+            state.preds[name] = None
     if re.match(r"^U?P(\d|T)", dest) or ins.base in ("STS", "STG", "ST", "BAR", "BRA", "EXIT"):
         return
 
@@ -231,11 +235,14 @@ def step(state: Lanes, ins: Instr) -> None:
             v = values()
             if len(v) < 3:
                 val = None
-            elif "HI" in mods:  # the high word of a * b, plus c (an integer division's step)
+            elif "HI" in mods:
+                # the high word of a * b + the 64-bit c+1:c (an integer division's step: c zero and
+                # c+1 the estimate, which the step refines)
                 a, b, c = (state.read(x) for x in v[:3])
+                c_hi = state.read(_next(v[2])) if re.match(r"^U?R\d+$", v[2]) else ZERO
                 signed = "U32" not in mods
-                val = lanewise(lambda x, y, z: ((((_signed(x) * _signed(y)) if signed else x * y) >> 32) + z),
-                               a, b, c)
+                val = lanewise(lambda x, y, lo, hi: (((_signed(x) * _signed(y)) if signed else x * y)
+                                                     + ((hi << 32) | lo)) >> 32, a, b, c, c_hi)
             elif "WIDE" in mods:  # a 64-bit d:d+1 = a * b + c:c+1; its low word only
                 a, b, c = (state.read(x) for x in v[:3])
                 val = lanewise(lambda x, y, z: x * y + z, a, b, c)
@@ -250,14 +257,14 @@ def step(state: Lanes, ins: Instr) -> None:
         elif base == "I2F":  # an integer's float32 bits (an integer division's reciprocal)
             a = r(0)
             unsigned = "U32" in mods
-            val = lanewise(lambda x: _f32_bits(float(x if unsigned else _signed(x))), a)
+            val = lanewise(lambda x: f32_bits(float(x if unsigned else _signed(x))), a)
         elif base == "MUFU" and "RCP" in mods:
-            val = lanewise(lambda x: _f32_bits(1.0 / _f32(x)) if _f32(x) else 0x7F800000, r(0))
+            val = lanewise(lambda x: f32_bits(1.0 / f32(x)) if f32(x) else 0x7F800000, r(0))
         elif base == "F2I":
             unsigned = "U32" in mods
 
             def f2i(x):
-                f = _f32(x)
+                f = f32(x)
                 if f != f:  # NaN
                     return 0
                 n = int(f)  # toward zero (TRUNC)
@@ -305,19 +312,36 @@ def step(state: Lanes, ins: Instr) -> None:
             v = values()
             a, b, c = (state.read(x) for x in v[:3])
             lut = int(v[3], 0)
-            val = lanewise(lambda x, y, z: _lop3(x, y, z, lut), a, b, c)
+            val = lanewise(lambda x, y, z: lop3(x, y, z, lut), a, b, c)
         elif base == "IABS":
             val = lanewise(lambda x: abs(_signed(x)), r(0))
-        elif base == "IMNMX":
+        elif base in ("IMNMX", "VIMNMX"):
             v = values()
             a, b = state.read(v[0]), state.read(v[1])
             pick = min if "!PT" not in src[-1] and src[-1].endswith("PT") else max
-            val = lanewise(lambda x, y: pick(_signed(x), _signed(y)), a, b)
+            sign = (lambda x: x) if "U32" in mods else _signed
+            val = lanewise(lambda x, y: pick(sign(x), sign(y)), a, b)
+        elif base == "VIADDMNMX":
+            # VIADDMNMX d, a, b, c, PT: min(a + b, c) (!PT: max), signed unless .U32
+            a, b, c = r(0), r(1), r(2)
+            pick = min if "!PT" not in src[-1] and src[-1].endswith("PT") else max
+            sign = (lambda x: x) if "U32" in mods else _signed
+            val = lanewise(lambda x, y, z: pick(sign((x + y) & MASK), sign(z)), a, b, c)
+        elif base == "PRMT":
+            # PRMT d, a, selector, b: each of d's four bytes picked by a nibble of the selector
+            # from the eight bytes of b:a (a's the low four); the sign-replicating modes unknown
+            a, sel, b = r(0), r(1), r(2)
+            if sel is not None and len(set(sel)) == 1 and not sel[0] & 0x8888 and not mods:
+                val = lanewise(lambda x, y: prmt(x, y, sel[0]), a, b)
         elif base == "SEL":
-            # SEL d, a, b, P: the predicate is not played; where a and b are the same for every
-            # lane (a stage's base, say) either choice moves the warp's addresses together
+            # SEL d, a, b, P: a where P, else b, lane by lane where P is known; where it is not and
+            # a and b are each the same for every lane (a stage's base, say) either choice moves
+            # the warp's addresses together
             a, b = r(0), r(1)
-            if a is not None and b is not None and (a == b or (len(set(a)) == 1 and len(set(b)) == 1)):
+            p = state.pred(src[2]) if len(src) > 2 else None
+            if a is not None and b is not None and p is not None:
+                val = tuple(x if on else y for x, y, on in zip(a, b, p))
+            elif a is not None and b is not None and (a == b or (len(set(a)) == 1 and len(set(b)) == 1)):
                 val = a
         elif base == "SGXT":
             a, n = r(0), r(1)
@@ -409,10 +433,15 @@ def _play(instrs: Sequence[Instr], loop: Sequence[Instr],
             if ins.base == "LDGSTS":
                 copies[ins.addr] = _running(state, address(state, _shared(ins)))
             if ins.base in SHARED_ACCESS or (params and ins.base in GLOBAL_ACCESS):
-                operand = _global(ins) if ins.base in GLOBAL_ACCESS else _shared(ins)
-                accesses[ins.addr] = _running(state, address(state, operand))
+                accesses[ins.addr] = _running(state, address(state, _operand(ins)))
         step(state, ins)
     return accesses, copies
+
+
+def _next(reg: str) -> str:
+    """The register after ``reg`` (the high word of a 64-bit pair)."""
+    prefix = "UR" if reg.startswith("UR") else "R"
+    return f"{prefix}{int(reg[len(prefix):]) + 1}"
 
 
 def _running(state: Lanes, addrs: tuple | None) -> tuple | None:
@@ -429,12 +458,14 @@ def _shared(ins: Instr) -> str:
     return next((o for o in split_operands(ins.operands) if o.startswith("[")), "")
 
 
+def _operand(ins: Instr) -> str:
+    """An access's address operand: a global access's, else its shared one."""
+    return _global(ins) if ins.base in GLOBAL_ACCESS else _shared(ins)
+
+
 def _global(ins: Instr) -> str:
     ops = split_operands(ins.operands)
     return next((o for o in ops if "desc[" in o or (o.startswith("[") and ins.base == "LDG")), "")
-
-
-TABLE_KEYS = ("loop_lds_wavefronts", "loop_lds_unknown")
 
 
 def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
@@ -449,7 +480,7 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
 
     # a store guarded @!P beside the same store guarded @P (the zero a bounds check writes in
     # place of the loaded value): each lane runs one of the two, so the unit serves one of them
-    guarded = {(i.base, _shared(i), i.pred) for i in loop if i.pred}
+    guarded = {(i.base, _operand(i), i.pred) for i in loop if i.pred}
 
     def cost(i):
         a = addrs.get(i.addr)
@@ -461,22 +492,7 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
             return read + (copy_conflicts(d, i.width) if d is not None else 0)
         if a is None:
             return None
-        if i.pred.startswith("@!") and (i.base, _shared(i), "@" + i.pred[2:]) in guarded:
+        if i.pred.startswith("@!") and (i.base, _operand(i), "@" + i.pred[2:]) in guarded:
             return 0
         return global_cycles(a, i.width) if i.base in GLOBAL_ACCESS else wavefronts(a, i.width)
     return [cost(i) for i in loop]
-
-
-def loop_table(instrs: Sequence[Instr], loop: Sequence[Instr]) -> dict[str, float]:
-    """For the SASS table: ``loop_lds_wavefronts`` the shared-load wavefronts (LDS, LDSM) of one
-    pass of the main loop by one warp, where every load's lanes are known, else NaN;
-    ``loop_lds_unknown`` the loads whose addresses are not known from the SASS. (ncu's
-    ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` over the passes and warps measures the
-    same count.)"""
-    if not loop:
-        return dict.fromkeys(TABLE_KEYS, float("nan"))
-    cycles = l1_cycles(instrs, loop)
-    loads = [c for i, c in zip(loop, cycles) if i.base in ("LDS", "LDSM") and i.pred != "@!PT"]
-    unknown = sum(1 for c in loads if c is None)
-    return {"loop_lds_wavefronts": float("nan") if unknown else float(sum(loads)),
-            "loop_lds_unknown": unknown}

@@ -1,6 +1,7 @@
 """The predicates the lanes interpreter (:mod:`study.toolchain.lanes`) plays: an integer
-compare (ISETP) of two known values per lane, combined with a third predicate, into the
-predicates it names; the state is the interpreter's (its ``read``, ``pred`` and ``preds``)."""
+compare (ISETP, UISETP) of two known values per lane, combined with a third predicate, into the
+predicates it names, and a logic op of three predicates (PLOP3); the state is the interpreter's
+(its ``read``, ``pred`` and ``preds``)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def isetp(state, ins, ops: list[str]) -> None:
     """ISETP.<cmp>[.U32].<op> Pu, Pv, a, b, Pp: Pu = (a cmp b) op Pp, Pv = !(a cmp b) op Pp, per
     lane; unknown where an operand is (the 64-bit .EX form is not played)."""
     mods = ins.mods
-    names = [o for o in ops[:2] if re.match(r"^P\d$", o)]
+    names = [o for o in ops[:2] if re.match(r"^U?P\d$", o)]
     cmp = next((m for m in mods if m in COMPARE), None)
     op = next((m for m in mods if m in COMBINE), "AND")
     a = state.read(ops[2]) if len(ops) > 2 else None
@@ -35,7 +36,21 @@ def isetp(state, ins, ops: list[str]) -> None:
         return
     conv = (lambda v: v) if "U32" in mods else signed
     hit = tuple(COMPARE[cmp](conv(x), conv(y)) for x, y in zip(a, b))
-    if re.match(r"^P\d$", ops[0]):
+    if re.match(r"^U?P\d$", ops[0]):
         state.preds[ops[0]] = tuple(COMBINE[op](h, q) for h, q in zip(hit, p))
-    if len(ops) > 1 and re.match(r"^P\d$", ops[1]):
+    if len(ops) > 1 and re.match(r"^U?P\d$", ops[1]):
         state.preds[ops[1]] = tuple(COMBINE[op](not h, q) for h, q in zip(hit, p))
+
+
+def plop3(state, ops: list[str]) -> None:
+    """PLOP3.LUT Pu, Pv, a, b, c, lut, lut2: Pu = lut applied to the three predicates' bits per
+    lane (as LOP3 applies it to registers' bits), Pv the same with lut2; unknown where an input is."""
+    ins = [state.pred(o) for o in ops[2:5]]
+    for name, lut in zip(ops[:2], ops[5:7]):
+        if not re.match(r"^U?P\d$", name):
+            continue
+        if any(v is None for v in ins) or not re.match(r"^(0x[0-9a-fA-F]+|\d+)$", lut):
+            state.preds[name] = None
+            continue
+        table = int(lut, 0)
+        state.preds[name] = tuple(bool(table >> (4 * a + 2 * b + c) & 1) for a, b, c in zip(*ins))

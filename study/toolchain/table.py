@@ -14,6 +14,7 @@ import contextlib
 import json
 import math
 import subprocess
+from collections.abc import Sequence
 
 from study import arch as arches
 from study import kernels as registry
@@ -23,6 +24,7 @@ from study.toolchain.compile import CompileError, compile_cuda, compile_triton, 
 from study.toolchain.occupancy import occupancy_limits
 from study.toolchain.sass import (
     SCHEDULE_KEYS,
+    Instr,
     dump_sass,
     histogram,
     loop_histogram,
@@ -33,6 +35,8 @@ from study.toolchain.sass import (
 )
 from study.toolchain.triton_child import TritonChild
 
+# the shared loads' wavefronts a pass of the loop takes, from their lanes (loop_table)
+LANES_KEYS = ("loop_lds_wavefronts", "loop_lds_unknown")
 TABLE_COLUMNS = [
     "kernel", "impl", "arch", "symbol",
     "FFMA", "LDS32", "LDS64", "LDS128", "LDS", "LDSM", "LDG32", "LDG64", "LDG128", "LDG256", "LDG",
@@ -40,7 +44,7 @@ TABLE_COLUMNS = [
     "loop_FFMA", "loop_LDS32", "loop_LDS64", "loop_LDS128", "loop_LDS", "loop_LDSM", "loop_LDG32",
     "loop_LDG64", "loop_LDG128", "loop_LDG256", "loop_LDG", "loop_LDGSTS", "loop_STS", "loop_STSM",
     "loop_BAR", "loop_LDL", "loop_STL", "loop_total",
-    "loop_lds_per_ffma", "loop_ldg_per_ffma", *SCHEDULE_KEYS, *lanes.TABLE_KEYS,
+    "loop_lds_per_ffma", "loop_ldg_per_ffma", *SCHEDULE_KEYS, *LANES_KEYS,
     "registers", "smem_bytes", "spills", "threads", "num_stages", "config",
     "occupancy_pct", "occupancy_limited_by", "nvcc", "triton", "error",
 ]
@@ -92,7 +96,7 @@ def kernel_sass(kernel, arch="sm_90", config: dict | None = None, path=None, chi
     row.update(histogram(instrs))
     row.update(loop_histogram(instrs))
     row.update(loop_schedule(instrs))
-    row.update(lanes.loop_table(instrs, main_loop(instrs)))
+    row.update(loop_table(instrs, main_loop(instrs)))
     row.update(registers=registers, smem_bytes=smem, spills=spill_bytes(usage), threads=threads)
     try:  # the arch is known (checked above): only a missing resource figure leaves a NaN
         occ = occupancy_limits(int(registers), int(smem or 0), int(threads), a)
@@ -228,3 +232,18 @@ def stride_table(kernels, shapes, arch="sm_90", configs: dict[str, dict] | None 
     import pandas as pd
 
     return pd.DataFrame(rows, columns=WIDTH_COLUMNS)
+
+
+def loop_table(instrs: Sequence[Instr], loop: Sequence[Instr]) -> dict[str, float]:
+    """For the SASS table: ``loop_lds_wavefronts`` the shared-load wavefronts (LDS, LDSM) of one
+    pass of the main loop by one warp, where every load's lanes are known, else NaN;
+    ``loop_lds_unknown`` the loads whose addresses are not known from the SASS. (ncu's
+    ``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld`` over the passes and warps measures the
+    same count.)"""
+    if not loop:
+        return dict.fromkeys(LANES_KEYS, float("nan"))
+    cycles = lanes.l1_cycles(instrs, loop)
+    loads = [c for i, c in zip(loop, cycles) if i.base in ("LDS", "LDSM") and i.pred != "@!PT"]
+    unknown = sum(1 for c in loads if c is None)
+    return {"loop_lds_wavefronts": float("nan") if unknown else float(sum(loads)),
+            "loop_lds_unknown": unknown}
