@@ -181,6 +181,26 @@ def test_copy_conflicts(addrs, width, want):
     assert access.copy_conflicts(addrs, width) == want
 
 
+# An asynchronous copy's read: per 128 bytes of lanes (a warp of 4-byte copies, a quarter-warp of
+# 16-byte ones), the lines they touch and no fewer than the lanes on one word. The cases are copies
+# whose shared wavefronts ncu read per instruction on sm_90 (docs/notes/predict.md).
+@pytest.mark.parametrize("addrs,width,want", [
+    ([4 * i for i in LANE], 32, 1),  # one line, each word once (B's copies in K12, G12)
+    ([4 * (i % 16) + 16384 * (i // 16) for i in LANE], 32, 2),  # two half lines (K12's copies of A)
+    ([4 * (i % 4) + 16384 * (i // 4) for i in LANE], 32, 8),  # 8 lines (G12's copies of A)
+    ([0] * 32, 32, 32),  # every lane the same word (G12T's copies of A at M = 1)
+    ([4 * (i % 4) for i in LANE], 32, 8),  # 4 words, 8 lanes each (G12's at M = 1)
+    ([4 * (i % 16) for i in LANE], 32, 2),  # 16 words, 2 lanes each (K12's at M = 1)
+    ([16 * i for i in LANE], 128, 4),  # 512 contiguous bytes (K15's copies of B): a line a quarter
+    ([16 * (i % 4) + 16384 * (i // 4) for i in LANE], 128, 8),  # 4 lanes a row (T12p's of A): 2 a quarter
+    ([16384 * (i % 8) + 16 * (i // 8) for i in LANE], 128, 32),  # 8 rows a quarter (G15's of A)
+    ([16 * (i // 8) for i in LANE], 128, 32),  # a quarter on one word (G15's at M = 1)
+    ([0 if i < 8 else None for i in LANE], 128, 8),  # one quarter running, on one word
+])
+def test_a_copys_read(addrs, width, want):
+    assert access.copy_read_cycles(addrs, width) == want
+
+
 def test_a_copy_holds_the_unit_for_its_lines_and_its_conflicts():
     # A[tid] copied into row tid % 4, column tid / 4 of rows of 128 words: 1 line read, 4-way write
     # (3 wavefronts more)

@@ -55,6 +55,29 @@ def global_cycles(addrs: Sequence[int], width_bits: int) -> int:
     return max(-(-lines(addrs, width_bits) // TAGS_PER_CYCLE), wavefronts(addrs, width_bits))
 
 
+def copy_read_cycles(addrs: Sequence[int], width_bits: int) -> int:
+    """The cycles an asynchronous copy's (LDGSTS) read holds the L1: the unit moves 128 bytes of
+    lanes at a time (the warp's 32 lanes of a 4-byte copy, each quarter-warp of a 16-byte one), a
+    cycle for each line the group's lanes touch and no fewer than the group's lanes that read one
+    word (one read is not handed to several shared-memory destinations at once); no fewer than a
+    global load's (:func:`global_cycles`). Read off ncu's shared wavefronts of each LDGSTS on
+    sm_90 (docs/notes/predict.md, "An asynchronous copy's read"): G15's 16-byte copies of A, each
+    quarter-warp on 8 rows, 32; T12p's, the same bytes 4 lanes a row, 8; G12T's 4-byte copies
+    compiled for M = 1, 32 lanes on one word, 32."""
+    width = max(4, width_bits // 8)
+    group = max(1, 128 // width)
+    total = 0
+    for g in range(0, LANES, group):
+        running = [a for a in addrs[g : g + group] if a is not None]
+        if not running:
+            continue
+        readers: dict[int, int] = {}
+        for a in running:
+            readers[a] = readers.get(a, 0) + 1
+        total += max(len({a // 128 for a in running}), max(readers.values()))
+    return max(total, global_cycles(addrs, width_bits))
+
+
 def copy_conflicts(addrs: Sequence[int], width_bits: int) -> int:
     """The wavefronts an asynchronous copy's (LDGSTS) write into shared memory takes beyond one per
     global line it reads: those its bank conflicts add over a conflict-free write of the same

@@ -47,7 +47,7 @@ import struct
 from collections.abc import Sequence
 
 from study.toolchain import walk
-from study.toolchain.access import LANES, copy_conflicts, global_cycles, wavefronts
+from study.toolchain.access import LANES, copy_conflicts, copy_read_cycles, global_cycles, wavefronts
 from study.toolchain.bits import MASK, f32, f32_bits, lop3, prmt
 from study.toolchain.predicates import isetp, plop3
 from study.toolchain.predicates import signed as _signed
@@ -472,8 +472,8 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
               params: dict[int, int] | None = None) -> list[int | None]:
     """Per instruction of ``loop``: the cycles its access holds the SM's L1/shared-memory unit
     where its lanes' addresses are known (:func:`lane_addresses`): a shared access's wavefronts,
-    a global load's (:func:`study.toolchain.access.global_cycles`), an asynchronous copy's read as
-    a global load's plus what the bank conflicts of its write
+    a global load's (:func:`study.toolchain.access.global_cycles`), an asynchronous copy's read
+    (:func:`study.toolchain.access.copy_read_cycles`) plus what the bank conflicts of its write
     into shared memory add (:func:`study.toolchain.access.copy_conflicts`), either where only it
     is known; else None (not an access, or not known)."""
     addrs, dest = _play(instrs, loop, params)
@@ -488,7 +488,7 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
         if i.base == "LDGSTS" and (a is not None or d is not None):
             # either part where only it is known (a copy whose lines are not known holds no time
             # for them, as a global load's)
-            read = global_cycles(a, i.width) if a is not None else 0
+            read = copy_read_cycles(a, i.width) if a is not None else 0
             return read + (copy_conflicts(d, i.width) if d is not None else 0)
         if a is None:
             return None
