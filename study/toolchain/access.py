@@ -6,6 +6,7 @@ check ended it)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 LANES = 32
@@ -71,10 +72,7 @@ def copy_read_cycles(addrs: Sequence[int], width_bits: int) -> int:
         running = [a for a in addrs[g : g + group] if a is not None]
         if not running:
             continue
-        readers: dict[int, int] = {}
-        for a in running:
-            readers[a] = readers.get(a, 0) + 1
-        total += max(len({a // 128 for a in running}), max(readers.values()))
+        total += max(lines(running, width_bits), max(Counter(running).values()))
     return max(total, global_cycles(addrs, width_bits))
 
 

@@ -315,18 +315,15 @@ def _step(state: Lanes, ins: Instr) -> None:
             val = lanewise(lambda x, y, z: lop3(x, y, z, lut), a, b, c)
         elif base == "IABS":
             val = lanewise(lambda x: abs(_signed(x)), r(0))
-        elif base in ("IMNMX", "VIMNMX"):
+        elif base in ("IMNMX", "VIMNMX", "VIADDMNMX"):
+            # min(a, b) (!PT: max), signed unless .U32; VIADDMNMX d, a, b, c: of a + b and c
             v = values()
             a, b = state.read(v[0]), state.read(v[1])
+            if base == "VIADDMNMX":
+                a, b = lanewise(lambda x, y: x + y, a, b), state.read(v[2])
             pick = min if "!PT" not in src[-1] and src[-1].endswith("PT") else max
             sign = (lambda x: x) if "U32" in mods else _signed
             val = lanewise(lambda x, y: pick(sign(x), sign(y)), a, b)
-        elif base == "VIADDMNMX":
-            # VIADDMNMX d, a, b, c, PT: min(a + b, c) (!PT: max), signed unless .U32
-            a, b, c = r(0), r(1), r(2)
-            pick = min if "!PT" not in src[-1] and src[-1].endswith("PT") else max
-            sign = (lambda x: x) if "U32" in mods else _signed
-            val = lanewise(lambda x, y, z: pick(sign((x + y) & MASK), sign(z)), a, b, c)
         elif base == "PRMT":
             # PRMT d, a, selector, b: each of d's four bytes picked by a nibble of the selector
             # from the eight bytes of b:a (a's the low four); the sign-replicating modes unknown

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from study.toolchain.access import LANES
+from study.toolchain.bits import lop3
 
 
 def signed(v: int) -> int:
@@ -52,5 +53,4 @@ def plop3(state, ops: list[str]) -> None:
         if any(v is None for v in ins) or not re.match(r"^(0x[0-9a-fA-F]+|\d+)$", lut):
             state.preds[name] = None
             continue
-        table = int(lut, 0)
-        state.preds[name] = tuple(bool(table >> (4 * a + 2 * b + c) & 1) for a, b, c in zip(*ins))
+        state.preds[name] = tuple(bool(lop3(a, b, c, int(lut, 0)) & 1) for a, b, c in zip(*ins))
