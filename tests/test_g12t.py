@@ -64,14 +64,14 @@ def test_its_copies_meet_no_bank_conflict_where_g12s_copies_of_a_do(tmp_path):
     # the extra shared-memory wavefronts each copy's write takes, by the lanes' addresses as the
     # SASS computes them: none for G12T's; G12's 4-byte copies of a row-major A into As[k][m]
     # write 4 rows of one column per 8 lanes, 4-way (3 extra wavefronts)
-    from study.toolchain import lanes
+    from study.toolchain import l1
 
     g12t = _module()
     g12 = _module("triton_kernels.g12_gluon")
     extra = {}
     for name, spec in (("G12T", g12t.aot_spec()), ("G12", g12.aot_spec())):
         instrs, loop = _loop(spec, tmp_path)
-        extra[name] = Counter(c for i, c in zip(loop, lanes.l1_cycles(instrs, loop)) if i.base == "LDGSTS")
+        extra[name] = Counter(c for i, c in zip(loop, l1.l1_cycles(instrs, loop)) if i.base == "LDGSTS")
     assert extra["G12T"] == Counter({0: 6}), extra  # one phase: 2 copies of A, 4 of B
     assert extra["G12"] == Counter({0: 2 * 16, 3: 2 * 8}), extra  # two phases: 8 of A, 16 of B each
 

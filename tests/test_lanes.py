@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from study.toolchain import access, lanes
+from study.toolchain import access, l1, lanes
 from study.toolchain.sass import Instr
 from tests.conftest import needs_tools
 
@@ -26,7 +26,7 @@ LANE = range(32)
     ([8 * i for i in LANE], 64, 2),  # float2 per lane: 128 B per half-warp
 ])
 def test_wavefronts_of_an_access(addrs, width, want):
-    assert lanes.wavefronts(addrs, width) == want
+    assert access.wavefronts(addrs, width) == want
 
 
 def ins(addr: int, op: str, operands: str, pred: str = "") -> Instr:
@@ -55,7 +55,7 @@ def test_the_interpreter_follows_the_thread_index_into_an_address():
     assert a[0xa0] is None
     # the second access: each half-warp reads 4 rows 512 B apart (the same banks) of 4 float4:
     # 4 distinct words in each of 16 banks, 4 cycles per half: 4 + 4
-    assert lanes.wavefronts(a[0x80], 128) == 8
+    assert access.wavefronts(a[0x80], 128) == 8
 
 
 def test_a_guard_that_never_executes_is_not_played():
@@ -159,10 +159,10 @@ def test_global_addresses_need_the_kernels_arguments():
     params = {0x218: 4096, 0x220: 0x10000000}
     a = lanes.lane_addresses(prog, prog[5:], params)
     assert a[0x50] == tuple(0x10000000 + 4 * 4096 * i for i in LANE)
-    assert lanes.l1_cycles(prog, prog[5:], params) == [32, None]
+    assert l1.l1_cycles(prog, prog[5:], params) == [32, None]
     assert 0x50 not in lanes.lane_addresses(prog, prog[5:])  # no arguments: not given
     # K = 4097: the rows' words fall in 32 banks, and the 32 tags take 8 cycles
-    assert lanes.l1_cycles(prog, prog[5:], {**params, 0x218: 4097}) == [8, None]
+    assert l1.l1_cycles(prog, prog[5:], {**params, 0x218: 4097}) == [8, None]
 
 
 # An asynchronous copy's write into shared memory: the wavefronts its bank conflicts add beyond a
@@ -216,8 +216,8 @@ def test_a_copy_holds_the_unit_for_its_lines_and_its_conflicts():
         ins(0x80, "BRA", "0x70"),
     ]
     params = {0x220: 0x10000000}
-    assert lanes.l1_cycles(prog, prog[7:], params) == [1 + 3, None]
-    assert lanes.l1_cycles(prog, prog[7:]) == [3, None]  # the lines not known: the conflicts alone
+    assert l1.l1_cycles(prog, prog[7:], params) == [1 + 3, None]
+    assert l1.l1_cycles(prog, prog[7:]) == [3, None]  # the lines not known: the conflicts alone
 
 
 def test_a_guarded_pair_of_stores_costs_one_of_them():
@@ -225,7 +225,7 @@ def test_a_guarded_pair_of_stores_costs_one_of_them():
             ins(0x20, "STS", "[R1], R2", pred="@P0"), ins(0x30, "STS", "[R1], RZ", pred="@!P0"),
             ins(0x40, "BRA", "0x20")]
     # tid * 128: every lane in bank 0, 32 distinct words: 32 cycles, once
-    assert lanes.l1_cycles(prog, prog[2:]) == [32, 0, None]
+    assert l1.l1_cycles(prog, prog[2:]) == [32, 0, None]
 
 
 def test_two_loads_under_opposite_guards_are_each_priced():
@@ -237,7 +237,7 @@ def test_two_loads_under_opposite_guards_are_each_priced():
             ins(0x40, "LDG.E", "R6, desc[UR4][R2.64]", pred="@!P0"),
             ins(0x50, "LDG.E", "R7, desc[UR4][R4.64]", pred="@P0"), ins(0x60, "BRA", "0x40")]
     # lanes 128 B apart: 32 lines, 8 cycles of tags, all in bank 0: 32 cycles; then one word
-    assert lanes.l1_cycles(prog, prog[4:], params) == [32, 1, None]
+    assert l1.l1_cycles(prog, prog[4:], params) == [32, 1, None]
 
 
 @pytest.mark.parametrize("op,operands,want", [
@@ -340,7 +340,7 @@ def test_an_exit_whose_lanes_are_known_ends_them(m, want):
              ins(0x50, "EXIT", "", pred="@P0")]
     prog = _row_per_lane(m, guard)
     params = {0x210: m, 0x214: 64, 0x218: 4096, 0x220: 0x10000000}
-    assert lanes.l1_cycles(prog, prog[-2:], params) == [want, None]
+    assert l1.l1_cycles(prog, prog[-2:], params) == [want, None]
     a = lanes.lane_addresses(prog, prog[-2:], params)[0x90]
     assert sum(x is not None for x in a) == want
 
@@ -352,7 +352,7 @@ def test_an_exit_under_a_predicate_not_known_ends_no_lane():
              ins(0x50, "EXIT", "", pred="@P0")]
     prog = _row_per_lane(1, guard)
     params = {0x210: 1, 0x218: 4096, 0x220: 0x10000000}
-    assert lanes.l1_cycles(prog, prog[-2:], params) == [32, None]
+    assert l1.l1_cycles(prog, prog[-2:], params) == [32, None]
 
 
 def test_an_exit_after_a_branch_ends_no_lane():
@@ -362,13 +362,14 @@ def test_an_exit_after_a_branch_ends_no_lane():
              ins(0x50, "EXIT", "", pred="@P0")]
     prog = _row_per_lane(1, guard)
     params = {0x210: 1, 0x218: 4096, 0x220: 0x10000000}
-    assert lanes.l1_cycles(prog, prog[-2:], params) == [32, None]
+    assert l1.l1_cycles(prog, prog[-2:], params) == [32, None]
 
 
-def test_a_loads_own_guard_is_not_played():
-    # @P1 LDG with P1 = tid < 8 known: inside a loop a guard can carry from the pass before, so an
-    # access's own guard leaves every lane priced (only an EXIT before the loop ends lanes)
-    prog = [
+def test_a_loads_own_guard_applies_unless_the_loop_writes_it():
+    # @P1 LDG with P1 = tid < 8, set before the loop: its 8 lanes' rows, 16 KB apart, are 8 lines
+    # in one bank (8 cycles). Where the loop writes P1 itself, it can carry from the pass before,
+    # which the first pass does not see: every lane is priced (32)
+    head = [
         ins(0x00, "S2R", "R0, SR_TID.X"),
         ins(0x10, "LDC", "R2, c[0x0][0x218]"),
         ins(0x20, "ISETP.LT.U32.AND", "P1, PT, R0, 0x8, PT"),
@@ -376,10 +377,12 @@ def test_a_loads_own_guard_is_not_played():
         ins(0x40, "IMAD", "R4, R0, R2, RZ"),
         ins(0x50, "LEA", "R6, P3, R4, R8, 0x2"),
         ins(0x60, "LDG.E", "R5, desc[UR4][R6.64]", pred="@P1"),
-        ins(0x70, "BRA", "0x60"),
     ]
     params = {0x218: 4096, 0x220: 0x10000000}
-    assert lanes.l1_cycles(prog, prog[6:], params) == [32, None]
+    prog = head + [ins(0x70, "BRA", "0x60")]
+    assert l1.l1_cycles(prog, prog[6:], params) == [8, None]
+    prog = head + [ins(0x70, "ISETP.LT.U32.AND", "P1, PT, R0, 0x4, PT"), ins(0x80, "BRA", "0x60")]
+    assert l1.l1_cycles(prog, prog[6:], params) == [32, None, None]
 
 
 def test_newer_integer_adds_and_a_divisions_steps_are_played():

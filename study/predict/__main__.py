@@ -100,10 +100,10 @@ def registered(kid: str, shape, arch: str, child=None, config: dict | None = Non
 
 
 def _with_passes(instrs, params, launch):
-    """((the main loop, its L1 cycles), ``launch`` with the loop's passes the SASS tells) for a
-    kernel's ``instrs`` and arguments ``params``."""
+    """((the main loop, its L1 cycles), ``launch`` with the loop's passes and the warps that run
+    it, as the SASS tells them) for a kernel's ``instrs`` and arguments ``params``."""
     body, cycles, passes = model.played_loop(instrs, params)
-    return (body, cycles), replace(launch, passes=passes)
+    return (body, cycles), model.with_loop_warps(replace(launch, passes=passes), instrs, body, params)
 
 
 def triton_tiled(k, shape, arch: str, child=None, config: dict | None = None):
@@ -166,7 +166,9 @@ def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str, s
         body, cycles, passes = model.played_loop(funcs[name], model.sgemm_params(shape))
         work = passes * sum(i.base == "FFMA" for i in body) * launch.blocks * block if passes else 0
         if abs(work - math.prod(shape)) <= 0.01 * math.prod(shape):
-            return (body, cycles), replace(launch, passes=passes), None
+            launch = model.with_loop_warps(replace(launch, passes=passes), funcs[name], body,
+                                           model.sgemm_params(shape))
+            return (body, cycles), launch, None
     return model.main_loop_of(funcs[name]), launch, None
 
 

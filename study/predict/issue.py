@@ -43,6 +43,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from study.toolchain.l1 import Reread
 from study.toolchain.sass import Instr, bank_conflicts_each
 
 # instruction classes, by base opcode
@@ -60,7 +61,12 @@ class Constants:
 
     lds_latency: int = 30  # a shared load's result, after its wavefronts have been served
     ldg_latency: int = 600  # a global load's (or an async copy's) data in place
-    ldl_latency: int = 40  # a spill reload (LDL): local memory a block re-reads stays in its SM's L1
+    # a load the SM's L1 serves: a spill reload (LDL: local memory a block re-reads stays there), or
+    # a global load of sectors an earlier load of its pass brought in (study.toolchain.l1.Reread)
+    ldl_latency: int = 40
+    # a global load of sectors an earlier load of its pass brought into the L2 (study.toolchain.l1):
+    # one thread's pointer chase through a buffer the L2 holds and the L1 does not (docs/notes)
+    l2_latency: int = 400
     other_latency: int = 20  # other variable-latency results (S2R, LDC, ...)
     mbar_latency: int = 20  # an mbarrier test's answer (SYNCS: whether a stage's phase is complete)
     read_latency: int = 4  # a read scoreboard: the sources of a store or copy have been read
@@ -142,6 +148,7 @@ class _Warp:
     waited_since: int = 0
     pending_copies: int = 0  # the latest async copy's completion (for LDGDEPBAR)
     global_boards: set = field(default_factory=set)  # scoreboards last set by a global access
+    loaded: dict = field(default_factory=dict)  # a global load's address -> its data's latest arrival
 
 
 @dataclass(frozen=True)
@@ -192,9 +199,11 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
     ``blocks`` resident blocks of ``warps_per_block`` warps; the steady state is read over the
     second half of the passes (from the cycle every warp has finished half of them).
     ``l1_cycles`` gives, per instruction of ``body``, the cycles its access holds the SM's L1 /
-    shared-memory unit where its lanes' addresses are known (:mod:`study.toolchain.lanes`: a
-    shared access's wavefronts, a global load's lines); elsewhere (None) a shared access is priced
-    by its width (:func:`wavefronts`) and a global one holds no unit time."""
+    shared-memory unit where its lanes' addresses are known (:mod:`study.toolchain.l1`: a shared
+    access's wavefronts, a global load's lines); elsewhere (None) a shared access is priced by its
+    width (:func:`wavefronts`) and a global one holds no unit time. A global load given as a
+    :class:`study.toolchain.l1.Reread` has its data ``ldl_latency`` after it is served, or when the
+    earlier load it rereads has its own, whichever is later; any other, ``ldg_latency``."""
     if not body or any(i.control is None for i in body):
         raise ValueError("the loop body needs every instruction's scheduling word (sm_70 and later)")
     if warps_per_block < 1 or blocks < 1 or iterations < 2:
@@ -358,9 +367,15 @@ class _Sim:
         elif kind == "shared":
             result_at = self.hold_unit(w.pc, s, t, counting) + c.lds_latency
         elif kind == "global":
-            # its lines pass the unit's tag stage first, then the memory answers
+            # its lines pass the unit's tag stage first, then the memory answers; a reread, the L1
             start = self.hold_unit(w.pc, s, t, counting) if self.unit[w.pc] else t
-            result_at = start + (c.ldl_latency if ins.base == "LDL" else c.ldg_latency)
+            again = self.unit[w.pc] if isinstance(self.unit[w.pc], Reread) else None
+            if again is not None:
+                hit = c.l2_latency if again.l2 else c.ldl_latency
+                result_at = max(start + hit, w.loaded.get(again.after, 0))
+            else:
+                result_at = start + (c.ldl_latency if ins.base == "LDL" else c.ldg_latency)
+            w.loaded[ins.addr] = result_at
             if ins.base == "LDGSTS":
                 w.pending_copies = max(w.pending_copies, result_at)
         elif kind == "copy_group":

@@ -3,7 +3,8 @@
 at the GPU's clock; DRAM as a floor.
 
 * Residency: blocks per SM from the cubin's registers and shared memory, the threads per block
-  and the arch table (:mod:`study.toolchain.occupancy`).
+  and the arch table (:mod:`study.toolchain.occupancy`); of each block, the warps that own outputs
+  and reach the main loop play it (:func:`with_loop_warps`).
 * Trip count: the passes the loop's own compare allows (``Launch.passes``, read from the SASS
   by :mod:`study.toolchain.trips` for the kernel's arguments), where it tells and the grid is not
   balanced; else the multiply-adds of the C the grid's tiles cover (a tile past the edge of C
@@ -32,10 +33,10 @@ run the main loop, and only their code fills the instruction cache).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from study.predict import issue
-from study.toolchain import lanes, occupancy, sass, trips
+from study.toolchain import l1, lanes, occupancy, sass, trips
 
 MISSING = ("prologue and epilogue",)
 NO_ICACHE = "instruction cache"
@@ -49,6 +50,9 @@ class Launch:
     smem: int  # shared memory per block, static and dynamic, bytes
     registers: int  # per thread
     compute_threads: int | None = None  # threads that own outputs, where fewer than ``threads``
+    # the warps of a block that reach the main loop, where fewer than own outputs (a bounds check
+    # that ends the rows past M before the loop: with_loop_warps)
+    loop_warps: int | None = None
     tile: tuple[int, int] | None = None  # rows and columns of C a block computes, where known
     # the blocks share the tiles' loop trips so that the SMs finish together (SGEMM_BALANCED):
     # priced as one wave of as many blocks as the SMs hold, each with an even share
@@ -68,6 +72,15 @@ class Launch:
     @property
     def blocks(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+def with_loop_warps(launch: Launch, instrs: list, body: list, params: dict[int, int] | None) -> Launch:
+    """``launch`` with the warps of a block that reach the main loop ``body`` with a lane running
+    at the kernel's arguments ``params`` (:func:`study.toolchain.lanes.warps_reaching`: a bounds
+    check that ends a block's rows past M before the loop), where fewer than own outputs."""
+    owners = -(-(launch.compute_threads or launch.threads) // 32)
+    reaching = lanes.warps_reaching(instrs, body, params, -(-launch.threads // 32))
+    return replace(launch, loop_warps=reaching) if 0 < reaching < owners else launch
 
 
 def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: str = "sm_90",
@@ -91,8 +104,9 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     blocks = occ["blocks"] * gpu.sms if launch.balanced else launch.blocks
     per_sm = min(occ["blocks"], max(1, math.ceil(blocks / gpu.sms)))
     owners = launch.compute_threads or launch.threads
-    # the warps that run the main loop: a warp-specialised kernel's producer warps run other code
-    warps = -(-owners // 32)
+    # the warps that run the main loop: a warp-specialised kernel's producer warps run other code,
+    # and a block's warps that end before it run none
+    warps = launch.loop_warps or -(-owners // 32)
     code = (tuple((i.addr, i.opcode, i.operands, i.words) for i in body), tuple(l1_cycles or ()))
 
     def played(resident: int) -> issue.LoopResult:
@@ -206,11 +220,11 @@ def played_loop(instrs: list, params: dict[int, int] | None = None) -> tuple[lis
         i0 = outer.index(body[0])
         i1 = i0 + len(body)
         if any(i.base in AROUND for i in outer[:i0] + outer[i1:]):
-            cycles = lanes.l1_cycles(instrs, outer, params)
+            cycles = l1.l1_cycles(instrs, outer, params)
             n = int(passes)
             return (outer[:i0] + body * n + outer[i1:], cycles[:i0] + cycles[i0:i1] * n + cycles[i1:],
                     trips.loop_trips(instrs, outer, params))
-    return body, lanes.l1_cycles(instrs, body, params), passes
+    return body, l1.l1_cycles(instrs, body, params), passes
 
 
 def _around(instrs: list, body: list) -> list:
@@ -232,7 +246,7 @@ def main_loop_of(instrs: list, params: dict[int, int] | None = None) -> tuple[li
     ``params``: the kernel's arguments by offset (:func:`sgemm_params`), without which global
     addresses are not known."""
     body = sass.main_loop(instrs)
-    return body, lanes.l1_cycles(instrs, body, params)
+    return body, l1.l1_cycles(instrs, body, params)
 
 
 def cubin_params(arguments) -> dict[int, int]:

@@ -20,7 +20,8 @@ Rules of the interpreter:
   predicate ends those lanes, and the loop's accesses are priced for the lanes left (a bounds
   check: at M = 1 a kernel that puts rows on lanes runs one lane a warp); an EXIT after a branch
   (a warp-specialised kernel's producers branch away) leaves every lane running. An access's own
-  guard is not played (:func:`_running`).
+  guard applies where no instruction of the loop writes its predicate, else it is not played
+  (:func:`_running`).
 * A value is 32 lanes of 32-bit integers, a predicate 32 booleans. Anything the interpreter does
   not model (a load's result, a floating-point result or compare, an add's carry out, an opcode
   outside the set below) makes its destination unknown, and an address that reads an unknown
@@ -47,11 +48,11 @@ import struct
 from collections.abc import Sequence
 
 from study.toolchain import walk
-from study.toolchain.access import LANES, copy_conflicts, copy_read_cycles, global_cycles, wavefronts
+from study.toolchain.access import LANES
 from study.toolchain.bits import MASK, f32, f32_bits, lop3, prmt
-from study.toolchain.predicates import isetp, plop3
+from study.toolchain.predicates import isetp, plop3, writes
 from study.toolchain.predicates import signed as _signed
-from study.toolchain.sass import Instr
+from study.toolchain.sass import Instr, split_operands
 
 SHARED_ACCESS = ("LDS", "STS", "LDSM")
 GLOBAL_ACCESS = ("LDG", "LDGSTS")
@@ -62,28 +63,14 @@ _IMM = re.compile(r"^-?(?:0x[0-9a-fA-F]+|\d+)$")
 _CONST = re.compile(r"^-?c\[0x[0-9a-fA-F]+\]\[(?:0x[0-9a-fA-F]+|U?R\d+(?:\+0x[0-9a-fA-F]+)?)\]$")
 
 
-def split_operands(operands: str) -> list[str]:
-    """An instruction's operands, split at the commas outside brackets."""
-    out, depth, cur = [], 0, ""
-    for ch in operands:
-        if ch in "[":
-            depth += 1
-        elif ch in "]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
-
-
 class Lanes:
     """Register file of one warp: vector registers (R) per lane, uniform registers (UR) once."""
 
-    def __init__(self, params: dict[int, int] | None = None) -> None:
+    def __init__(self, params: dict[int, int] | None = None, warp: int = 0, rows: bool = False) -> None:
+        # the special registers of warp ``warp``'s lanes: of a block 32 threads wide where ``rows``
+        # (SR_TID.Y = warp), else of a block of one row (SR_TID.X = 32 warp + lane)
+        x = LANE if rows else tuple(32 * warp + lane for lane in LANE)
+        self.special = {"SR_TID.X": x, "SR_LANEID": LANE, "SR_TID.Y": (warp if rows else 0,) * LANES}
         self.regs: dict[str, tuple | None] = {}
         self.local: dict[str, tuple | None] = {}  # spilled values by their address operand
         self.params = params or {}  # constant bank 0 by byte offset: the kernel's arguments
@@ -187,9 +174,8 @@ def _step(state: Lanes, ins: Instr) -> None:
         return
     # other predicates written (a compare not played, an add's carry out) are not known; stores
     # have no result here
-    for i, name in enumerate(ops[:2]):
-        if re.match(r"^U?P\d$", name) and (i == 0 or not re.match(r"^U?P", dest)):
-            state.preds[name] = None
+    for name in writes(ops):
+        state.preds[name] = None
     if re.match(r"^U?P(\d|T)", dest) or ins.base in ("STS", "STG", "ST", "BAR", "BRA", "EXIT"):
         return
 
@@ -210,7 +196,7 @@ def _step(state: Lanes, ins: Instr) -> None:
     try:
         if ins.base == "S2R" or ins.base == "S2UR":
             sr = src[0] if src else ""
-            val = LANE if sr in ("SR_TID.X", "SR_LANEID") else ZERO
+            val = state.special.get(sr, ZERO)
             if ins.base == "S2UR":
                 val = ZERO
         elif ins.base == "HFMA2" and "MMA" in mods and [s.strip() for s in src[:2]] == ["-RZ", "RZ"]:
@@ -401,38 +387,73 @@ def lane_addresses(instrs: Sequence[Instr], loop: Sequence[Instr],
     kernel's arguments by their offset in constant bank 0 (without them they read 0, and global
     addresses, which move with the matrices' sizes and pointers, are not given). ``copies``: the
     asynchronous copies' (LDGSTS) shared-memory destinations instead, and nothing else."""
-    return _play(instrs, loop, params)[1 if copies else 0]
+    return play(instrs, loop, params)[1 if copies else 0]
 
 
-def _play(instrs: Sequence[Instr], loop: Sequence[Instr],
-          params: dict[int, int] | None) -> tuple[dict[int, tuple | None], dict[int, tuple | None]]:
-    """One pass of the interpreter for :func:`lane_addresses`: the accesses' addresses and the
-    asynchronous copies' shared-memory destinations."""
+def play(instrs: Sequence[Instr], loop: Sequence[Instr],
+         params: dict[int, int] | None) -> tuple[dict[int, tuple | None], dict[int, tuple | None]]:
+    """One pass of the interpreter for :func:`lane_addresses` and :mod:`study.toolchain.l1`: the
+    accesses' addresses and the asynchronous copies' shared-memory destinations."""
     accesses: dict[int, tuple | None] = {}
     copies: dict[int, tuple | None] = {}
     if not loop:
         return accesses, copies
     state = Lanes(params)
     in_loop = {i.addr for i in loop}
+    # predicates the loop writes: an access guarded by one of them may run other lanes in later passes
+    written = {n for i in loop for n in writes(split_operands(i.operands))}
+    if any(i.base == "R2P" for i in loop):
+        written |= {f"P{n}" for n in range(7)}
+    for ins in _walked(instrs, loop, state):
+        if ins.addr in in_loop:
+            own = ins.pred.lstrip("@")
+            guard = state.pred(own) if own and own.lstrip("!") not in written else None
+            if ins.base == "LDGSTS":
+                copies[ins.addr] = _running(state, address(state, _shared(ins)), guard)
+            if ins.base in SHARED_ACCESS or (params and ins.base in GLOBAL_ACCESS):
+                accesses[ins.addr] = _running(state, address(state, address_operand(ins)), guard)
+        step(state, ins)
+    return accesses, copies
+
+
+def _walked(instrs: Sequence[Instr], loop: Sequence[Instr], state: Lanes):
+    """The instructions ``state``'s warp runs from the kernel's entry to the end of ``loop``'s
+    first pass (:func:`study.toolchain.walk.path`; the caller steps ``state`` through them), less
+    those that never run (``@!PT``) and the EXITs before the loop, which end the lanes their known
+    predicate holds for (none after a branch: the straight path may not be the warp's from there)."""
     start = loop[0].addr
-    branched = False  # a branch passed: the straight path may not be warp 0's from here on
+    branched = False
     for ins in walk.path(instrs, state, loop):
         if ins.pred == "@!PT":
-            continue  # never executes
+            continue
         if ins.base == "BRA":
             branched = True
         if ins.base == "EXIT" and ins.addr < start and ins.pred:
             ended = state.pred(ins.pred.lstrip("@")) if not branched else None
-            if ended is not None:  # a guard whose lanes are known: those lanes end here
+            if ended is not None:
                 state.active = tuple(a and not e for a, e in zip(state.active, ended))
             continue
-        if ins.addr in in_loop:
-            if ins.base == "LDGSTS":
-                copies[ins.addr] = _running(state, address(state, _shared(ins)))
-            if ins.base in SHARED_ACCESS or (params and ins.base in GLOBAL_ACCESS):
-                accesses[ins.addr] = _running(state, address(state, _operand(ins)))
-        step(state, ins)
-    return accesses, copies
+        yield ins
+
+
+def warps_reaching(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int] | None,
+                   warps: int) -> int:
+    """How many of a block's ``warps`` reach ``loop`` with a lane running: each played to the
+    loop's start as warp 0 is, with its own thread indices (:class:`Lanes`: a kernel that reads
+    ``SR_TID.Y`` has blocks 32 threads wide, so that warp w is row w; any other, one row). At
+    M = 1, a block of 32 x 32 threads whose rows past M end before the loop runs it with one warp."""
+    if not loop:
+        return warps
+    rows = any(i.base == "S2R" and "SR_TID.Y" in i.operands for i in instrs)
+    reaching = 0
+    for w in range(warps):
+        state = Lanes(params, warp=w, rows=rows)
+        for ins in _walked(instrs, loop, state):
+            if ins.addr >= loop[0].addr:
+                reaching += any(state.active)
+                break
+            step(state, ins)
+    return reaching
 
 
 def _next(reg: str) -> str:
@@ -441,21 +462,22 @@ def _next(reg: str) -> str:
     return f"{prefix}{int(reg[len(prefix):]) + 1}"
 
 
-def _running(state: Lanes, addrs: tuple | None) -> tuple | None:
-    """An access's lane addresses with the lanes an EXIT ended as None. (An access's own guard is
-    not played: inside the loop a predicate can carry from the pass before, which the first pass
-    does not see; a pipelined loop's loads guarded by "not the last pass" would read as never
-    run.)"""
-    if addrs is None or all(state.active):
+def _running(state: Lanes, addrs: tuple | None, guard: tuple | None = None) -> tuple | None:
+    """An access's lane addresses with the lanes an EXIT ended, and those its own ``guard`` (where
+    known and no instruction of the loop writes its predicate) holds off, as None. (A guard the
+    loop writes is not played: it can carry from the pass before, which the first pass does not
+    see; a pipelined loop's loads guarded by "not the last pass" would read as never run.)"""
+    on = tuple(a and (guard is None or g) for a, g in zip(state.active, guard or state.active))
+    if addrs is None or all(on):
         return addrs
-    return tuple(a if on else None for a, on in zip(addrs, state.active))
+    return tuple(a if o else None for a, o in zip(addrs, on))
 
 
 def _shared(ins: Instr) -> str:
     return next((o for o in split_operands(ins.operands) if o.startswith("[")), "")
 
 
-def _operand(ins: Instr) -> str:
+def address_operand(ins: Instr) -> str:
     """An access's address operand: a global access's, else its shared one."""
     return _global(ins) if ins.base in GLOBAL_ACCESS else _shared(ins)
 
@@ -463,33 +485,3 @@ def _operand(ins: Instr) -> str:
 def _global(ins: Instr) -> str:
     ops = split_operands(ins.operands)
     return next((o for o in ops if "desc[" in o or (o.startswith("[") and ins.base == "LDG")), "")
-
-
-def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
-              params: dict[int, int] | None = None) -> list[int | None]:
-    """Per instruction of ``loop``: the cycles its access holds the SM's L1/shared-memory unit
-    where its lanes' addresses are known (:func:`lane_addresses`): a shared access's wavefronts,
-    a global load's (:func:`study.toolchain.access.global_cycles`), an asynchronous copy's read
-    (:func:`study.toolchain.access.copy_read_cycles`) plus what the bank conflicts of its write
-    into shared memory add (:func:`study.toolchain.access.copy_conflicts`), either where only it
-    is known; else None (not an access, or not known)."""
-    addrs, dest = _play(instrs, loop, params)
-
-    # a store guarded @!P beside the same store guarded @P (the zero a bounds check writes in
-    # place of the loaded value): each lane runs one of the two, so the unit serves one of them
-    guarded = {(i.base, _operand(i), i.pred) for i in loop if i.pred}
-
-    def cost(i):
-        a = addrs.get(i.addr)
-        d = dest.get(i.addr)
-        if i.base == "LDGSTS" and (a is not None or d is not None):
-            # either part where only it is known (a copy whose lines are not known holds no time
-            # for them, as a global load's)
-            read = copy_read_cycles(a, i.width) if a is not None else 0
-            return read + (copy_conflicts(d, i.width) if d is not None else 0)
-        if a is None:
-            return None
-        if i.pred.startswith("@!") and (i.base, _operand(i), "@" + i.pred[2:]) in guarded:
-            return 0
-        return global_cycles(a, i.width) if i.base in GLOBAL_ACCESS else wavefronts(a, i.width)
-    return [cost(i) for i in loop]

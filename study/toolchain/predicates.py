@@ -10,6 +10,25 @@ import re
 from study.toolchain.access import LANES
 from study.toolchain.bits import lop3
 
+PRED = re.compile(r"^U?P\d$")
+
+
+def writes(ops: list[str]) -> list[str]:
+    """The predicates an instruction with operands ``ops`` writes: its first two operands where
+    its destination is a predicate (a compare, PLOP3), else the predicates right after its
+    register destination (an add's or LEA's carries out: ``IADD3 R2, P0, P1, ...``)."""
+    if not ops:
+        return []
+    if re.match(r"^U?P(\d|T)$", ops[0]):
+        return [o for o in ops[:2] if PRED.match(o)]
+    out = []
+    for o in ops[1:3]:
+        if not re.match(r"^U?P(\d|T)$", o):
+            break
+        if PRED.match(o):
+            out.append(o)
+    return out
+
 
 def signed(v: int) -> int:
     """A 32-bit register's value as a signed integer."""

@@ -93,6 +93,24 @@ _FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _WORD = re.compile(r"/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")  # an encoding word ending the line
 
 
+def split_operands(operands: str) -> list[str]:
+    """An instruction's operands, split at the commas outside brackets."""
+    out, depth, cur = [], 0, ""
+    for ch in operands:
+        if ch in "[":
+            depth += 1
+        elif ch in "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
 def parse_sass(text: str) -> dict[str, list[Instr]]:
     """``cuobjdump -sass`` text -> {function name: instructions in address order}.
 

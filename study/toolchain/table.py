@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from study import arch as arches
 from study import kernels as registry
 from study.errors import InputError
-from study.toolchain import lanes, tools
+from study.toolchain import l1, tools
 from study.toolchain.compile import CompileError, compile_cuda, compile_triton, resources_cuda
 from study.toolchain.occupancy import occupancy_limits
 from study.toolchain.sass import (
@@ -242,7 +242,7 @@ def loop_table(instrs: Sequence[Instr], loop: Sequence[Instr]) -> dict[str, floa
     same count.)"""
     if not loop:
         return dict.fromkeys(LANES_KEYS, float("nan"))
-    cycles = lanes.l1_cycles(instrs, loop)
+    cycles = l1.l1_cycles(instrs, loop)
     loads = [c for i, c in zip(loop, cycles) if i.base in ("LDS", "LDSM") and i.pred != "@!PT"]
     unknown = sum(1 for c in loads if c is None)
     return {"loop_lds_wavefronts": float("nan") if unknown else float(sum(loads)),

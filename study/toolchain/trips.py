@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from study.toolchain import lanes, walk
 from study.toolchain.predicates import COMBINE, COMPARE, signed
-from study.toolchain.sass import Instr, branch_target
+from study.toolchain.sass import Instr, branch_target, split_operands
 
 LIMIT = 1 << 20  # a compare that has not ended the loop by this pass is taken for one that never does
 
@@ -51,7 +51,7 @@ def _way_out(loop: Sequence[Instr]) -> tuple[int, str, bool] | None:
 
 def _written(ins: Instr) -> list[str]:
     """The predicates an instruction writes (its leading predicate operands)."""
-    ops = lanes.split_operands(ins.operands)
+    ops = split_operands(ins.operands)
     return [o for o in ops[:2] if re.match(r"^U?P\d$", o)]
 
 
@@ -64,7 +64,7 @@ def _compare(code: Sequence[Instr], name: str) -> tuple[Instr, str] | None:
     if writer is None:
         return None
     if writer.base == "PLOP3":
-        ops = lanes.split_operands(writer.operands)
+        ops = split_operands(writer.operands)
         if "LUT" not in writer.mods or len(ops) < 6 or ops[0] != name or ops[2:4] != ["PT", "PT"] \
                 or ops[5].lower() != "0x80" or not re.match(r"^UP\d$", ops[4]):
             return None
@@ -81,7 +81,7 @@ def _compare(code: Sequence[Instr], name: str) -> tuple[Instr, str] | None:
 def _operands(state: lanes.Lanes, ins: Instr) -> tuple | None:
     """An ISETP's two compared values and its combining predicate, each the same in every lane
     (a loop's counter is), else None."""
-    ops = lanes.split_operands(ins.operands)
+    ops = split_operands(ins.operands)
     if len(ops) < 4:
         return None
     a, b = state.read(ops[2]), state.read(ops[3])
@@ -110,7 +110,7 @@ def loop_trips(instrs: Sequence[Instr], loop: Sequence[Instr],
     cmp = next((m for m in setp.mods if m in COMPARE), None)
     if cmp is None:
         return None
-    first = lanes.split_operands(setp.operands)[0] == name  # Pu = hit op Pp; Pv = !hit op Pp
+    first = split_operands(setp.operands)[0] == name  # Pu = hit op Pp; Pv = !hit op Pp
     combine = COMBINE[next((m for m in setp.mods if m in COMBINE), "AND")]
     conv = (lambda v: v) if "U32" in setp.mods else signed
 

@@ -105,7 +105,7 @@ def sass_facts(mod) -> dict:
     gpu.json and the constants fitted for it; one program per 128 x 256 tile)."""
     from study.predict import model
     from study.rundata.gpu import GPU
-    from study.toolchain import lanes, sass, trips
+    from study.toolchain import l1, sass, trips
     from triton_kernels import aot
 
     shape = (4096, 4096, 4096)
@@ -118,7 +118,7 @@ def sass_facts(mod) -> dict:
     params = model.cubin_params(k.arguments)
     loop, cycles = model.main_loop_of(instrs, params)
     count = Counter(i.opcode for i in loop)
-    extra = [c for i, c in zip(loop, lanes.l1_cycles(instrs, loop)) if i.base == "LDGSTS"]
+    extra = [c for i, c in zip(loop, l1.l1_cycles(instrs, loop)) if i.base == "LDGSTS"]
     launch = model.Launch(grid=(32 * 16, 1, 1), threads=256, smem=k.shared,
                           registers=int(res.get("REG", 0)), tile=(128, 256),
                           passes=trips.loop_trips(instrs, loop, params))
