@@ -202,8 +202,9 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
     shared-memory unit where its lanes' addresses are known (:mod:`study.toolchain.l1`: a shared
     access's wavefronts, a global load's lines); elsewhere (None) a shared access is priced by its
     width (:func:`wavefronts`) and a global one holds no unit time. A global load given as a
-    :class:`study.toolchain.l1.Reread` has its data ``ldl_latency`` after it is served, or when the
-    earlier load it rereads has its own, whichever is later; any other, ``ldg_latency``."""
+    :class:`study.toolchain.l1.Reread` has its data ``ldl_latency`` after it is served
+    (``l2_latency`` where the L2 holds it), or when the earlier load it rereads has its own,
+    whichever is later; any other, ``ldg_latency``."""
     if not body or any(i.control is None for i in body):
         raise ValueError("the loop body needs every instruction's scheduling word (sm_70 and later)")
     if warps_per_block < 1 or blocks < 1 or iterations < 2:

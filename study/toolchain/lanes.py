@@ -7,7 +7,9 @@ does not say. The address is a register computed from the thread index (and, for
 the kernel's arguments) with integer instructions before and in the main loop; this module plays
 them for the 32 lanes of warp 0 (``SR_TID.X`` = lane, ``SR_TID.Y`` = ``SR_TID.Z`` = 0,
 ``SR_LANEID`` = lane: the layout of any block whose x extent is a multiple of 32) and block 0, so
-that :mod:`study.toolchain.access` can count the cycles each access needs.
+that :mod:`study.toolchain.access` and :mod:`study.toolchain.l1` can count the cycles each access
+needs; and, up to the loop's start, for each warp of a block, to tell which of them reach the loop
+(:func:`warps_reaching`).
 
 Rules of the interpreter:
 
