@@ -6,6 +6,8 @@ out by hand; K2 compiled (nvcc, cuobjdump) at M = 1, where 31 of its 32 warps en
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from study.predict import issue
@@ -84,6 +86,7 @@ def test_a_load_of_sectors_an_earlier_load_of_the_pass_touched_is_a_reread():
     # two lines, a cycle of tags; its data is in once the latest of the loads it rereads has its own
     assert got[5] == Reread(1, 0x60)
     assert got[5] != 1 and Reread(1, 0x60) != Reread(1, 0x50) and Reread(1, 0x60) != Reread(1, 0x60, l2=True)
+    assert pickle.loads(pickle.dumps(got[2])) == got[2]  # a loop's costs cross processes whole
 
 
 def ctl(op: str, operands: str, addr: int, stall=1, write=7, wait=()) -> Instr:

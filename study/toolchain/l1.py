@@ -33,7 +33,7 @@ class Reread(int):
     after: int | None
     l2: bool
 
-    def __new__(cls, cycles: int, after: int | None, l2: bool = False) -> Reread:
+    def __new__(cls, cycles: int, after: int | None = None, l2: bool = False) -> Reread:
         out = super().__new__(cls, cycles)
         out.after, out.l2 = after, l2
         return out
