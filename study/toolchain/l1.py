@@ -96,13 +96,13 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
         if i.base != "LDG" or i.pred == "@!PT":
             return cycles
         touched = sectors(a, i.width)
-        granules = {s * SECTOR // GRANULE for s in touched}
         if not touched:
             return Reread(cycles, None)
         if touched <= first.keys():
             return Reread(cycles, max(first[s] for s in touched))
         for s in touched - first.keys():
             first[s] = i.addr
+        granules = {s * SECTOR // GRANULE for s in touched}
         if granules <= fetched.keys():
             return Reread(cycles, max(fetched[g] for g in granules), l2=True)
         for g in granules - fetched.keys():

@@ -469,7 +469,7 @@ def _running(state: Lanes, addrs: tuple | None, guard: tuple | None = None) -> t
     known and no instruction of the loop writes its predicate) holds off, as None. (A guard the
     loop writes is not played: it can carry from the pass before, which the first pass does not
     see; a pipelined loop's loads guarded by "not the last pass" would read as never run.)"""
-    on = tuple(a and (guard is None or g) for a, g in zip(state.active, guard or state.active))
+    on = state.active if guard is None else tuple(a and g for a, g in zip(state.active, guard))
     if addrs is None or all(on):
         return addrs
     return tuple(a if o else None for a, o in zip(addrs, on))

@@ -11,6 +11,7 @@ from study.toolchain.access import LANES
 from study.toolchain.bits import lop3
 
 PRED = re.compile(r"^U?P\d$")
+PRED_OR_TRUE = re.compile(r"^U?P(\d|T)$")  # a predicate operand, PT (true: a write discarded) too
 
 
 def writes(ops: list[str]) -> list[str]:
@@ -19,11 +20,11 @@ def writes(ops: list[str]) -> list[str]:
     register destination (an add's or LEA's carries out: ``IADD3 R2, P0, P1, ...``)."""
     if not ops:
         return []
-    if re.match(r"^U?P(\d|T)$", ops[0]):
+    if PRED_OR_TRUE.match(ops[0]):
         return [o for o in ops[:2] if PRED.match(o)]
     out = []
     for o in ops[1:3]:
-        if not re.match(r"^U?P(\d|T)$", o):
+        if not PRED_OR_TRUE.match(o):
             break
         if PRED.match(o):
             out.append(o)

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 from study.toolchain import lanes, walk
-from study.toolchain.predicates import COMBINE, COMPARE, signed
+from study.toolchain.predicates import COMBINE, COMPARE, signed, writes
 from study.toolchain.sass import Instr, branch_target, split_operands
 
 LIMIT = 1 << 20  # a compare that has not ended the loop by this pass is taken for one that never does
@@ -49,10 +49,8 @@ def _way_out(loop: Sequence[Instr]) -> tuple[int, str, bool] | None:
     return i, ins.pred.lstrip("@"), False
 
 
-def _written(ins: Instr) -> list[str]:
-    """The predicates an instruction writes (its leading predicate operands)."""
-    ops = split_operands(ins.operands)
-    return [o for o in ops[:2] if re.match(r"^U?P\d$", o)]
+def _writes(ins: Instr, name: str) -> bool:
+    return name in writes(split_operands(ins.operands))
 
 
 def _compare(code: Sequence[Instr], name: str) -> tuple[Instr, str] | None:
@@ -60,7 +58,7 @@ def _compare(code: Sequence[Instr], name: str) -> tuple[Instr, str] | None:
     predicate it writes that): the last instruction there that writes ``name``, an ISETP, or a
     PLOP3 that copies a uniform predicate (LUT 0x80 of PT, PT and it) that a UISETP before it
     wrote; else None."""
-    writer = next((ins for ins in reversed(code) if name in _written(ins) and ins.pred != "@!PT"), None)
+    writer = next((ins for ins in reversed(code) if _writes(ins, name) and ins.pred != "@!PT"), None)
     if writer is None:
         return None
     if writer.base == "PLOP3":
@@ -70,7 +68,7 @@ def _compare(code: Sequence[Instr], name: str) -> tuple[Instr, str] | None:
             return None
         name = ops[4]
         upto = code.index(writer)
-        writer = next((ins for ins in reversed(code[:upto]) if name in _written(ins)), None)
+        writer = next((ins for ins in reversed(code[:upto]) if _writes(ins, name)), None)
         if writer is None:
             return None
     if writer.base not in ("ISETP", "UISETP") or "EX" in writer.mods:
