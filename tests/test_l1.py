@@ -1,7 +1,8 @@
 """What the lanes interpreter tells the L1 model beyond each access's cycles: the predicates an
 instruction writes, an access's own guard where the loop does not write it, the global loads that
-read again sectors an earlier load of the pass brought in (study.toolchain.l1.Reread), and the
-warps of a block that reach the main loop. Hand-made instruction streams with the answers worked
+read again sectors an earlier load of the pass brought in (study.toolchain.l1.Reread), the copies
+past the L1 whose lanes repeat a word (study.toolchain.l1.Repeated), and the warps of a block that
+reach the main loop. Hand-made instruction streams with the answers worked
 out by hand; K2 compiled (nvcc, cuobjdump) at M = 1, where 31 of its 32 warps end before the loop."""
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import pytest
 
 from study.predict import issue
 from study.toolchain import l1, lanes
-from study.toolchain.l1 import Reread
+from study.toolchain.l1 import Repeated, Reread
 from study.toolchain.predicates import writes
 from study.toolchain.sass import Instr
-from tests.conftest import needs_tools
+from tests.conftest import gluon_module, needs_tools
 
 LANE = range(32)
 BASE = 0x10000000
@@ -114,6 +115,52 @@ def test_a_reread_waits_for_the_l1_or_the_load_it_rereads():
     assert off.cycles_per_iteration == 602 + 40 + 2  # no lane runs it: an L1 latency, no unit time
 
 
+def test_copies_past_the_l1_whose_lanes_repeat_a_word():
+    """Quarter-warps on one 16-byte word each (G15's copies of A at M = 1): the two copies of the
+    same words past the L1 are Repeated twice, made alike by every block; the same read through the
+    L1, or by lanes on words of their own, is not; words that move with the block are its own."""
+    prog = [
+        ins(0x00, "S2R", "R0, SR_TID.X"),
+        ins(0x08, "S2R", "R1, SR_CTAID.X"),
+        ins(0x10, "LDC.64", "R8, c[0x0][0x220]"),
+        ins(0x18, "SHF.R.U32.HI", "R2, RZ, 0x3, R0"),  # the lane's quarter
+        ins(0x20, "LEA", "R6, P1, R2, R8, 0x4"),  # BASE + 16 quarter: 4 words, 8 lanes each
+        ins(0x28, "MOV", "R7, RZ"),
+        ins(0x2c, "IADD3", "R16, R1, 0x1, RZ"),
+        ins(0x30, "LEA", "R12, P1, R16, R6, 0x9"),  # the same, 512 (block + 1) bytes further on
+        ins(0x38, "MOV", "R13, RZ"),
+        ins(0x40, "LEA", "R14, P1, R0, R8, 0x4"),  # BASE + 16 lane: a word a lane
+        ins(0x48, "MOV", "R15, RZ"),
+        ins(0x50, "LDGSTS.E.BYPASS.128", "[R20], desc[UR4][R6.64]"),
+        ins(0x60, "LDGSTS.E.BYPASS.128", "[R20+0x200], desc[UR4][R6.64]"),
+        ins(0x70, "LDGSTS.E.128", "[R20+0x400], desc[UR4][R6.64]"),  # through the L1
+        ins(0x80, "LDGSTS.E.BYPASS.128", "[R20+0x600], desc[UR4][R12.64]"),
+        ins(0x90, "LDGSTS.E.BYPASS.128", "[R20+0x800], desc[UR4][R14.64]"),
+        ins(0xa0, "BRA", "0x50"),
+    ]
+    got = l1.l1_cycles(prog, prog[11:], PARAMS)
+    assert got[0] == Repeated(32, copies=2, blocks=True) and got[1] == got[0]  # 4 quarters x 8 lanes
+    assert not isinstance(got[2], Repeated) and not isinstance(got[4], Repeated)
+    # block 1 reads 512 bytes on: words of each block's own, repeated once in the warp
+    assert got[3] == Repeated(got[3], copies=1, blocks=False)
+    assert got[0] != int(got[0]) and pickle.loads(pickle.dumps(got[0])) == got[0]
+
+
+def test_a_repeated_copy_waits_for_every_copy_of_its_words():
+    """One warp: a load served in [0, 1), its data at 1 + 600, its FFMA then, the branch at 602,
+    the next pass at 603. Repeated twice in each of 10 blocks' one warp, 2 cycles each: 40 later;
+    with words of its block's own, 4."""
+    c = issue.Constants(ldg_latency=600, repeat_cycles=2.0)
+    body = [ctl("LDG.E", "R4, desc[UR4][R2.64]", 0x10, write=0),
+            ctl("FFMA", "R1, R4, R5, R2", 0x20, wait=(0,)),
+            ctl("BRA", "0x10", 0x30)]
+    fresh = issue.simulate(body, 1, 1, c, l1_cycles=[1, None, None], sharers=10)
+    every = issue.simulate(body, 1, 1, c, l1_cycles=[Repeated(1, 2, True), None, None], sharers=10)
+    own = issue.simulate(body, 1, 1, c, l1_cycles=[Repeated(1, 2, False), None, None], sharers=10)
+    assert fresh.cycles_per_iteration == 603
+    assert every.cycles_per_iteration == 643 and own.cycles_per_iteration == 607
+
+
 def _exit_program(index: str) -> list[Instr]:
     """Warps whose row (``index``: SR_TID.Y, or SR_TID.X / 32) is past M end before the loop."""
     head = [ins(0x00, "S2R", f"R0, {index}")]
@@ -146,3 +193,19 @@ def test_k2_at_m1_runs_its_loop_with_one_warp_of_32():
     _, full, _ = registered("K2", (32, 18944, 3584), "sm_90", sms=132)
     assert one.threads == 1024 and one.loop_warps == 1 and one.compute_threads is None
     assert full.loop_warps is None
+
+
+@needs_tools
+def test_g15_at_m1_copies_its_one_row_of_a_past_the_l1_in_every_warp_and_block():
+    """G15 compiled for M = 1 copies A 16 bytes a lane past the L1 with its rows clamped to the one
+    row: each quarter-warp on one word, two copies of those words in each half of a pass, the same
+    in every block (its grid is one row of tiles); compiled for 4096^3, no copy repeats a word."""
+    from study.predict.__main__ import registered
+
+    gluon_module("triton_kernels.g15_gluon")
+    (body, cycles), _, _ = registered("G15", (1, 18944, 3584), "sm_90", sms=132)
+    hot = [c for c in cycles if isinstance(c, Repeated)]
+    assert hot and all(c.copies == 2 and c.blocks for c in hot)
+    assert all("BYPASS" in i.opcode for i, c in zip(body, cycles) if isinstance(c, Repeated))
+    (_, full), _, _ = registered("G15", (4096, 4096, 4096), "sm_90", sms=132)
+    assert not any(isinstance(c, Repeated) for c in full)

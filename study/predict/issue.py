@@ -43,7 +43,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from study.toolchain.l1 import Reread
+from study.toolchain.l1 import Repeated, Reread
 from study.toolchain.sass import Instr, bank_conflicts_each
 
 # instruction classes, by base opcode
@@ -67,6 +67,10 @@ class Constants:
     # a global load of sectors an earlier load of its pass brought into the L2 (study.toolchain.l1):
     # one thread's pointer chase through a buffer the L2 holds and the L1 does not (docs/notes)
     l2_latency: int = 400
+    # what each copy of the same words adds to a copy past the L1 whose lanes repeat a word, the
+    # L2 serving such copies one at a time (study.toolchain.l1.Repeated): a probe of copies of
+    # one row by every warp and block (docs/notes/predict.md)
+    repeat_cycles: float = 2.0
     other_latency: int = 20  # other variable-latency results (S2R, LDC, ...)
     mbar_latency: int = 20  # an mbarrier test's answer (SYNCS: whether a stage's phase is complete)
     read_latency: int = 4  # a read scoreboard: the sources of a store or copy have been read
@@ -194,7 +198,7 @@ def _kind(ins: Instr) -> str:
 
 def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Constants = DEFAULT,
              iterations: int = 4, schedulers: int = 4,
-             l1_cycles: Sequence[float | None] | None = None) -> LoopResult:
+             l1_cycles: Sequence[float | None] | None = None, sharers: int = 1) -> LoopResult:
     """Play ``iterations`` passes of the loop ``body`` (its last instruction the back edge) for
     ``blocks`` resident blocks of ``warps_per_block`` warps; the steady state is read over the
     second half of the passes (from the cycle every warp has finished half of them).
@@ -204,12 +208,15 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
     width (:func:`wavefronts`) and a global one holds no unit time. A global load given as a
     :class:`study.toolchain.l1.Reread` has its data ``ldl_latency`` after it is served
     (``l2_latency`` where the L2 holds it), or when the earlier load it rereads has its own,
-    whichever is later; any other, ``ldg_latency``."""
+    whichever is later; any other, ``ldg_latency``, and a copy given as a
+    :class:`study.toolchain.l1.Repeated` ``repeat_cycles`` later for each copy of its words that
+    the L2 serves in the pass: its ``copies`` in each warp of the block, in each of ``sharers``
+    blocks of the GPU where every block copies them."""
     if not body or any(i.control is None for i in body):
         raise ValueError("the loop body needs every instruction's scheduling word (sm_70 and later)")
     if warps_per_block < 1 or blocks < 1 or iterations < 2:
         raise ValueError("needs at least one warp, one block and two iterations")
-    sim = _Sim(body, warps_per_block, blocks, c, schedulers, l1_cycles)
+    sim = _Sim(body, warps_per_block, blocks, c, schedulers, l1_cycles, sharers)
     half = iterations // 2
     finished_at: dict[int, int] = {}
     t = 0
@@ -244,8 +251,9 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
 class _Sim:
     """The state of one SM while it plays the loop: warps, pipes, the shared-memory unit."""
 
-    def __init__(self, body, warps_per_block, blocks, c: Constants, schedulers, l1_cycles=None):
+    def __init__(self, body, warps_per_block, blocks, c: Constants, schedulers, l1_cycles=None, sharers=1):
         self.body, self.c, self.warps_per_block = body, c, warps_per_block
+        self.sharers = sharers
         self.kinds = [_kind(i) for i in body]
         given = list(l1_cycles) if l1_cycles is not None else [None] * len(body)
         if len(given) != len(body):
@@ -376,6 +384,10 @@ class _Sim:
                 result_at = max(start + hit, w.loaded.get(again.after, 0))
             else:
                 result_at = start + (c.ldl_latency if ins.base == "LDL" else c.ldg_latency)
+            hot = self.unit[w.pc]
+            if isinstance(hot, Repeated):
+                queued = hot.copies * self.warps_per_block * (self.sharers if hot.blocks else 1)
+                result_at += round(c.repeat_cycles * queued)
             w.loaded[ins.addr] = result_at
             if ins.base == "LDGSTS":
                 w.pending_copies = max(w.pending_copies, result_at)

@@ -108,13 +108,16 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     # and a block's warps that end before it run none
     warps = launch.loop_warps or -(-owners // 32)
     code = (tuple((i.addr, i.opcode, i.operands, i.words) for i in body), tuple(l1_cycles or ()))
+    # the blocks of the GPU that run a pass together and make the same copies (the row of the grid
+    # along x, as far as the SMs hold it: study.toolchain.l1.Repeated)
+    sharers = min(blocks if launch.balanced else launch.grid[0], occ["blocks"] * gpu.sms)
 
     def played(resident: int) -> issue.LoopResult:
         """The loop's steady state with ``resident`` blocks an SM, from ``loops`` where kept."""
-        key = (*code, warps, resident, c)
+        key = (*code, warps, resident, c, sharers)
         loop = loops.get(key) if loops is not None else None
         if loop is None:
-            loop = issue.simulate(body, warps, resident, c, l1_cycles=l1_cycles)
+            loop = issue.simulate(body, warps, resident, c, l1_cycles=l1_cycles, sharers=sharers)
             if loops is not None:
                 loops[key] = loop
         return loop

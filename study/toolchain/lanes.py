@@ -6,8 +6,9 @@ bank conflicts in shared memory, the lines a global load spans), which an instru
 does not say. The address is a register computed from the thread index (and, for global memory,
 the kernel's arguments) with integer instructions before and in the main loop; this module plays
 them for the 32 lanes of warp 0 (``SR_TID.X`` = lane, ``SR_TID.Y`` = ``SR_TID.Z`` = 0,
-``SR_LANEID`` = lane: the layout of any block whose x extent is a multiple of 32) and block 0, so
-that :mod:`study.toolchain.access` and :mod:`study.toolchain.l1` can count the cycles each access
+``SR_LANEID`` = lane: the layout of any block whose x extent is a multiple of 32) and block 0
+(another along the grid's x where asked: which accesses every block makes alike), so that
+:mod:`study.toolchain.access` and :mod:`study.toolchain.l1` can count the cycles each access
 needs; and, up to the loop's start, for each warp of a block, to tell which of them reach the loop
 (:func:`warps_reaching`).
 
@@ -29,7 +30,7 @@ Rules of the interpreter:
   outside the set below) makes its destination unknown, and an address that reads an unknown
   register is unknown (``None``): it is never guessed.
 * Constant bank 0 holds the kernel's arguments at the offsets ``params`` gives; every other
-  constant, and any special register but the thread and lane index, reads 0 (the same for every
+  constant, and any special register but the thread, lane and block index, reads 0 (the same for every
   lane: shared addresses move together; global ones, which move with the matrices' sizes, are
   given only with ``params``). A spill (STL) keeps its value under its local address for its
   reload (LDL).
@@ -68,11 +69,14 @@ _CONST = re.compile(r"^-?c\[0x[0-9a-fA-F]+\]\[(?:0x[0-9a-fA-F]+|U?R\d+(?:\+0x[0-
 class Lanes:
     """Register file of one warp: vector registers (R) per lane, uniform registers (UR) once."""
 
-    def __init__(self, params: dict[int, int] | None = None, warp: int = 0, rows: bool = False) -> None:
+    def __init__(self, params: dict[int, int] | None = None, warp: int = 0, rows: bool = False,
+                 block: int = 0) -> None:
         # the special registers of warp ``warp``'s lanes: of a block 32 threads wide where ``rows``
-        # (SR_TID.Y = warp), else of a block of one row (SR_TID.X = 32 warp + lane)
+        # (SR_TID.Y = warp), else of a block of one row (SR_TID.X = 32 warp + lane); of the block
+        # ``block`` along the grid's x (SR_CTAID.X)
         x = LANE if rows else tuple(32 * warp + lane for lane in LANE)
-        self.special = {"SR_TID.X": x, "SR_LANEID": LANE, "SR_TID.Y": (warp if rows else 0,) * LANES}
+        self.special = {"SR_TID.X": x, "SR_LANEID": LANE, "SR_TID.Y": (warp if rows else 0,) * LANES,
+                        "SR_CTAID.X": (block,) * LANES}
         self.regs: dict[str, tuple | None] = {}
         self.local: dict[str, tuple | None] = {}  # spilled values by their address operand
         self.params = params or {}  # constant bank 0 by byte offset: the kernel's arguments
@@ -199,7 +203,7 @@ def _step(state: Lanes, ins: Instr) -> None:
         if ins.base == "S2R" or ins.base == "S2UR":
             sr = src[0] if src else ""
             val = state.special.get(sr, ZERO)
-            if ins.base == "S2UR":
+            if ins.base == "S2UR" and not sr.startswith("SR_CTAID"):  # a uniform register: the block's
                 val = ZERO
         elif ins.base == "HFMA2" and "MMA" in mods and [s.strip() for s in src[:2]] == ["-RZ", "RZ"]:
             # HFMA2.MMA d, -RZ, RZ, h, l: the compiler's move of a constant, two halves packed
@@ -392,15 +396,16 @@ def lane_addresses(instrs: Sequence[Instr], loop: Sequence[Instr],
     return play(instrs, loop, params)[1 if copies else 0]
 
 
-def play(instrs: Sequence[Instr], loop: Sequence[Instr],
-         params: dict[int, int] | None) -> tuple[dict[int, tuple | None], dict[int, tuple | None]]:
+def play(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int] | None,
+         block: int = 0) -> tuple[dict[int, tuple | None], dict[int, tuple | None]]:
     """One pass of the interpreter for :func:`lane_addresses` and :mod:`study.toolchain.l1`: the
-    accesses' addresses and the asynchronous copies' shared-memory destinations."""
+    accesses' addresses and the asynchronous copies' shared-memory destinations, for warp 0 of
+    the block ``block`` along the grid's x."""
     accesses: dict[int, tuple | None] = {}
     copies: dict[int, tuple | None] = {}
     if not loop:
         return accesses, copies
-    state = Lanes(params)
+    state = Lanes(params, block=block)
     in_loop = {i.addr for i in loop}
     # predicates the loop writes: an access guarded by one of them may run other lanes in later passes
     written = {n for i in loop for n in writes(split_operands(i.operands))}
