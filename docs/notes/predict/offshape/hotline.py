@@ -21,14 +21,16 @@ Where the copies go, by mode:
 Rows: one JSON object per launch, the median and the largest of the blocks' cycles per round.
 
     python docs/notes/predict/offshape/hotline.py OUT.jsonl [cold]
+    python docs/notes/predict/offshape/hotline.py --per-copy COLD.jsonl
 
-(``cold``: only the rows without the warm pass, by mode.)
+(``cold``: only the rows without the warm pass, by mode. ``--per-copy``: from such rows, what each
+copy of the same words adds, ``same`` and ``quarter`` against ``own`` at the same blocks and
+copies, over the copies of those words in the grid's pass: blocks x 8 warps x copies.)
 
-Run on the GPU (cupy)."""
+Run on the GPU (cupy); ``--per-copy`` anywhere."""
 import json
 import sys
 
-import cupy as cp
 import numpy as np
 
 SRC = r"""
@@ -86,7 +88,28 @@ PROBE(ca4, 4, false)
 MODES = {"same": 0, "warp": 1, "own": 2, "g15": 3, "g15own": 4, "quarter": 5, "g15q": 6}
 
 
+def per_copy(path: str) -> int:
+    rows = [json.loads(line) for line in open(path)]
+    at = {(r["kind"], r["mode"], r["blocks"], r["warps"], r["copies"], r["warm"]): r["cycles_median"]
+          for r in rows}
+    each = []
+    print("mode     blocks copies  cycles  own  copies of the words  per copy")
+    for (kind, mode, blocks, warps, copies, warm), cycles in sorted(at.items()):
+        own = at.get((kind, "own", blocks, warps, copies, warm))
+        if kind != "cg16" or warm or mode not in ("same", "quarter") or blocks < 32 or own is None:
+            continue
+        queued = blocks * warps * copies
+        each.append((cycles - own) / queued)
+        print(f"{mode:8} {blocks:6} {copies:6} {cycles:7.0f} {own:5.0f} {queued:20} {each[-1]:9.2f}")
+    print(f"median per copy over {len(each)} rows: {float(np.median(each)):.2f} cycles")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1] == "--per-copy":
+        return per_copy(sys.argv[2])
+    import cupy as cp
+
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     kernels = {k: mod.get_function(k) for k in ("cg16", "ca16", "ca4")}
     rounds = 128
