@@ -310,6 +310,40 @@ def test_check_sets_each_prediction_beside_the_runs_time_and_summarises(tmp_path
     assert "measured 1.240x" in check.line(step)
 
 
+def test_check_sets_the_error_at_the_clock_a_kernel_ran_at_beside_its_error():
+    """A point the GPU ran below 99% of its max clock (1980 MHz here): its loop's 9.9 ms at 1980
+    MHz take 9.9 x 1980 / 1800 = 10.89 ms at 1800, plus the launch's 0.1, against 11.0 measured:
+    -0.1% where the prediction says -9.1%. A DRAM-bound one keeps its DRAM time; one at 1975 MHz
+    is not held back."""
+    import pandas as pd
+
+    from study.predict import check
+
+    times = pd.DataFrame({"kernel": ["K6", "KD", "K5"], "M": [8192] * 3, "N": [8192] * 3,
+                          "K": [8192] * 3, "ms": [11.0, 5.0, 10.0]})
+    preds = {"K6": (9.9, 1.0, 10.0), "KD": (3.0, 4.9, 5.0), "K5": (9.9, 1.0, 10.0)}  # compute, DRAM, ms
+
+    def one(kid, shape, loops, config):
+        compute, dram, ms = preds[kid]
+        return {"ms": ms, "compute_ms": compute, "dram_ms": dram, "launch_ms": 0.1, "issue_pct": 60.0,
+                "bound": "issue"}
+
+    clocks = check.sampled_clocks(pd.DataFrame({
+        "kernel": ["K6", "K6", "K6", "KD", "K5"], "M": [8192] * 5, "N": [8192] * 5, "K": [8192] * 5,
+        "sm_clock_mhz": [1800, 1785, 1815, 1700, 1975]}))
+    assert clocks[("K6", 8192, 8192, 8192)] == 1800
+    rows = {r["kernel"]: r for r in check.run(times, one, lambda r: None, clocks, 1980.0)}
+    assert rows["K6"]["error_pct"] == pytest.approx(100 * (10.0 / 11.0 - 1))
+    assert rows["K6"]["error_at_clock_pct"] == pytest.approx(100 * ((0.1 + 9.9 * 1980 / 1800) / 11.0 - 1))
+    assert rows["KD"]["error_at_clock_pct"] == pytest.approx(100 * ((0.1 + 4.9) / 5.0 - 1))  # 3.49 < 4.9
+    assert "clock_mhz" not in rows["K5"]
+    assert "ran at 1800 MHz, at which -0.1%" in check.line(rows["K6"])
+    shape = next(r for r in check.summary(list(rows.values())) if r["summary"] == "shape")
+    at_clock = [abs(rows["K6"]["error_at_clock_pct"]), 0.0, 0.0]
+    assert shape["held_back"] == ["K6", "KD"]
+    assert shape["mean_abs_error_at_clock_pct"] == pytest.approx(sum(at_clock) / 3)
+
+
 def test_check_takes_the_decode_panels_points_and_sums_them_up_per_kernel():
     """The panel's timed points of registered kernels (not the read roof, the operator or a wrong
     row), in ms, predicted like a run's and summed up per kernel apart from the per-shape lines."""

@@ -200,7 +200,8 @@ def check_dir(root: str, arch: str, as_json: bool, write: bool = False) -> int:
             except ValueError as e:
                 raise InputError(str(e)) from None
 
-        rows = check.run(times, one, emit)
+        clocks = check.sampled_clocks(pd.read_csv(run.file("clocks.csv"))) if run.has("clocks.csv") else None
+        rows = check.run(times, one, emit, clocks, gpu.sm_clock_mhz)
     for row in check.summary(rows):
         emit(row)
     if write:

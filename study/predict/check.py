@@ -76,10 +76,29 @@ def tiled_triton(k) -> bool:
     return k.impl == "triton" and bool(k.tile or k.tuned) and k.precision == "fp32"
 
 
-def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None]) -> list[dict]:
+def sampled_clocks(clocks: pd.DataFrame) -> dict[tuple, float]:
+    """The median SM clock (MHz) a run sampled while it timed each (kernel, M, N, K)
+    (``clocks.csv``)."""
+    c = clocks.assign(mhz=pd.to_numeric(clocks["sm_clock_mhz"], errors="coerce")).dropna(subset=["mhz"])
+    med = c.groupby(["kernel", "M", "N", "K"])["mhz"].median()
+    return {(str(k), int(m), int(n), int(kk)): float(v) for (k, m, n, kk), v in med.items()}
+
+
+def at_clock(p: dict, clock_mhz: float, max_mhz: float) -> float:
+    """The ms of prediction ``p`` (made at the GPU's ``max_mhz``) had the SMs run at
+    ``clock_mhz``: its loop's cycles take longer, DRAM's stream and the launch's fixed cost do not."""
+    return p["launch_ms"] + max(p["compute_ms"] * max_mhz / clock_mhz, p["dram_ms"])
+
+
+def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None],
+        clocks: dict[tuple, float] | None = None, max_mhz: float | None = None) -> list[dict]:
     """Predict each (kernel, shape) of ``times`` with ``predict_one(kid, shape, loops, config)``
     (``config``: the configuration an autotuned kernel was timed at, else None; it returns
-    :func:`study.predict.model.predict`'s dict or raises InputError); ``emit`` each row."""
+    :func:`study.predict.model.predict`'s dict or raises InputError); ``emit`` each row. Where
+    ``clocks`` (:func:`sampled_clocks`) put a point's SM clock below 99% of the GPU's
+    ``max_mhz`` (the clock the model predicts at: the GPU held it back, for power or heat), the
+    row also gives that clock and the error at it (:func:`at_clock`): how much of the error is
+    the clock, which the model does not predict."""
     rows = []
     loops: dict = {}
     for _, t in times.iterrows():
@@ -95,6 +114,10 @@ def run(times: pd.DataFrame, predict_one: Callable, emit: Callable[[dict], None]
             row = {"kernel": kid, "shape": list(shape), "measured_ms": float(t["ms"]), "ms": p["ms"],
                    "error_pct": 100 * (p["ms"] / float(t["ms"]) - 1), "issue_pct": p["issue_pct"],
                    "bound": p["bound"]}
+            clock = (clocks or {}).get((kid, *shape))
+            if clock and max_mhz and clock < 0.99 * max_mhz:
+                row["clock_mhz"] = clock
+                row["error_at_clock_pct"] = 100 * (at_clock(p, clock, max_mhz) / float(t["ms"]) - 1)
         if config:
             row["config"] = config
         if t.get("source") == PANEL:
@@ -113,10 +136,16 @@ def summary(rows: list[dict]) -> list[dict]:
         at = [r for r in ok if tuple(r["shape"]) == shape]
         errs = [abs(r["error_pct"]) for r in at]
         worst = max(at, key=lambda r: abs(r["error_pct"]))
-        out.append({"summary": "shape", "shape": list(shape), "kernels": len(at),
-                    "mean_abs_error_pct": sum(errs) / len(errs), "max_abs_error_pct": max(errs),
-                    "worst": worst["kernel"],
-                    "outside_10": [r["kernel"] for r in at if abs(r["error_pct"]) > BAND_PCT]})
+        row = {"summary": "shape", "shape": list(shape), "kernels": len(at),
+               "mean_abs_error_pct": sum(errs) / len(errs), "max_abs_error_pct": max(errs),
+               "worst": worst["kernel"],
+               "outside_10": [r["kernel"] for r in at if abs(r["error_pct"]) > BAND_PCT]}
+        held = [r for r in at if "clock_mhz" in r]
+        if held:  # the same with each kernel held back at its clock
+            row["held_back"] = [r["kernel"] for r in held]
+            row["mean_abs_error_at_clock_pct"] = sum(
+                abs(r.get("error_at_clock_pct", r["error_pct"])) for r in at) / len(at)
+        out.append(row)
     main = {r["kernel"]: r for r in ok if tuple(r["shape"]) == MAIN}
 
     def ratio(a: str, b: str, what: str) -> dict | None:
@@ -180,8 +209,11 @@ def line(row: dict) -> str:
                 "Triton writes, which may not be the SASS the run timed")
     if row.get("summary") == "shape":
         out = ", ".join(row["outside_10"]) or "none"
+        held = (f"; at the clock each ran at ({', '.join(row['held_back'])} held back), mean |error| "
+                f"{row['mean_abs_error_at_clock_pct']:.1f}%" if row.get("held_back") else "")
         return (f"at {shape}: {row['kernels']} kernels, mean |error| {row['mean_abs_error_pct']:.1f}%, "
-                f"largest {row['max_abs_error_pct']:.1f}% ({row['worst']}); outside ±{BAND_PCT:g}%: {out}")
+                f"largest {row['max_abs_error_pct']:.1f}% ({row['worst']}); outside ±{BAND_PCT:g}%: {out}"
+                + held)
     if row.get("summary") == PANEL:
         if not row["predicted"]:
             return f"decode panel, {row['kernel']}: none of {row['points']} points predicted"
@@ -194,8 +226,10 @@ def line(row: dict) -> str:
                 f"{row['predicted']:.3f}x ({row['error_pct']:+.1f}%)")
     if "error" in row:
         return f"{row['kernel']} at {shape}: not predicted: {row['error']}"
+    held = (f"; the SMs ran at {row['clock_mhz']:.0f} MHz, at which {row['error_at_clock_pct']:+.1f}%"
+            if "clock_mhz" in row else "")
     return (f"{row['kernel']} at {shape}: predicted {row['ms']:.4f} ms, measured {row['measured_ms']:.4f} "
-            f"({row['error_pct']:+.1f}%), issue {row['issue_pct']:.1f}%, bound: {row['bound']}")
+            f"({row['error_pct']:+.1f}%), issue {row['issue_pct']:.1f}%, bound: {row['bound']}{held}")
 
 
 def emitter(as_json: bool) -> Callable[[dict], None]:

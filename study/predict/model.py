@@ -159,6 +159,7 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
         "loop_instructions": len(body),
         "loop_ffma": ffma,
         "dram_ms": dram_s * 1e3,
+        "compute_ms": compute_s * 1e3,
         "launch_ms": c.launch_us * 1e-3,
         "missing": missing(body, l1_cycles, issue.fitted(c, gpu.name), c.icache_lines > 0),
     }
