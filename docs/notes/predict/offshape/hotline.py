@@ -119,7 +119,7 @@ def main() -> int:
     cases = []
     cold = len(sys.argv) > 2 and sys.argv[2] == "cold"
     if cold:  # the same bytes, new on each round
-        for kind in ("cg16", "ca16"):
+        for kind in ("cg16", "ca16", "ca4"):
             for mode in ("same", "quarter", "warp", "own"):
                 for blocks in (1, 8, 32, 74, 132):
                     for copies in (1, 2):
