@@ -109,8 +109,10 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     warps = launch.loop_warps or -(-owners // 32)
     code = (tuple((i.addr, i.opcode, i.operands, i.words) for i in body), tuple(l1_cycles or ()))
     # the blocks of the GPU that run a pass together and make the same copies (the row of the grid
-    # along x, as far as the SMs hold it: study.toolchain.l1.Repeated)
-    sharers = min(blocks if launch.balanced else launch.grid[0], occ["blocks"] * gpu.sms)
+    # along x, as far as the SMs hold it), where a copy is made alike by every block
+    # (study.toolchain.l1.Repeated); else 1, so that the loop's steady state serves other shapes
+    alike = any(isinstance(x, l1.Repeated) and x.blocks for x in l1_cycles or ())
+    sharers = min(blocks if launch.balanced else launch.grid[0], occ["blocks"] * gpu.sms) if alike else 1
 
     def played(resident: int) -> issue.LoopResult:
         """The loop's steady state with ``resident`` blocks an SM, from ``loops`` where kept."""

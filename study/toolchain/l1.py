@@ -96,10 +96,10 @@ def words(addrs: Sequence[int | None], width_bits: int) -> tuple[set[int], bool]
     return set(running), len(set(running)) < len(running)
 
 
-def repeated(loop: Sequence[Instr], addrs: dict, later: Callable[[], dict]) -> dict[int, Repeated]:
-    """The copies of ``loop`` that bypass the L1 with lanes on one word more than once (by
-    address), given their lanes' ``addrs`` (warp 0 of block 0) and ``later``, which plays the
-    block after it along the grid's x; cycles 0 (the caller's own)."""
+def repeated(loop: Sequence[Instr], addrs: dict, later: Callable[[], dict]) -> dict[int, tuple[int, bool]]:
+    """The copies of ``loop`` that bypass the L1 with lanes on one word more than once, by
+    address: their :class:`Repeated` ``copies`` and ``blocks``, given their lanes' ``addrs`` (warp
+    0 of block 0) and ``later``, which plays the block after it along the grid's x."""
     bypass = [i for i in loop if i.base == "LDGSTS" and "BYPASS" in i.opcode and addrs.get(i.addr)]
     read = {i.addr: words(addrs[i.addr], i.width) for i in bypass}
     hot = [i for i in bypass if read[i.addr][1]]
@@ -110,7 +110,7 @@ def repeated(loop: Sequence[Instr], addrs: dict, later: Callable[[], dict]) -> d
     for i in hot:
         mine = read[i.addr][0]
         copies = sum(1 for j in hot if read[j.addr][0] & mine)
-        out[i.addr] = Repeated(0, copies, other.get(i.addr) == addrs[i.addr])
+        out[i.addr] = (copies, other.get(i.addr) == addrs[i.addr])
     return out
 
 
@@ -147,8 +147,7 @@ def l1_cycles(instrs: Sequence[Instr], loop: Sequence[Instr],
             # for them, as a global load's)
             read = copy_read_cycles(a, i.width) if a is not None else 0
             cycles = read + (copy_conflicts(d, i.width) if d is not None else 0)
-            again = hot.get(i.addr)
-            return Repeated(cycles, again.copies, again.blocks) if again is not None else cycles
+            return Repeated(cycles, *hot[i.addr]) if i.addr in hot else cycles
         if a is None:
             return None
         if i.pred.startswith("@!") and (i.base, address_operand(i), "@" + i.pred[2:]) in guarded:
