@@ -78,7 +78,9 @@ def tiled_triton(k) -> bool:
 
 def sampled_clocks(clocks: pd.DataFrame) -> dict[tuple, float]:
     """The median SM clock (MHz) a run sampled while it timed each (kernel, M, N, K)
-    (``clocks.csv``)."""
+    (``clocks.csv``); none where the file lacks its columns."""
+    if not {"kernel", "M", "N", "K", "sm_clock_mhz"} <= set(clocks.columns):
+        return {}
     c = clocks.assign(mhz=pd.to_numeric(clocks["sm_clock_mhz"], errors="coerce")).dropna(subset=["mhz"])
     med = c.groupby(["kernel", "M", "N", "K"])["mhz"].median()
     return {(str(k), int(m), int(n), int(kk)): float(v) for (k, m, n, kk), v in med.items()}
