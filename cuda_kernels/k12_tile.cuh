@@ -176,10 +176,13 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
     auto b_col = [](int c) { return V * (c % B_PER_ROW) * K12_THREADS; };
     uint32_t b_sts = b_stage0 + 4 * (b_k * K12_BN + b_n);
 
-    // Source pointers, one per copy of A and per column of B. A row past M reads row M - 1 and
-    // a column past N the last V columns: every copy reads valid memory and is whole,
-    // so the main loop's copies carry no guard; what they bring only feeds outputs outside C,
-    // which are never stored.
+    // Source pointers, one per copy of A and per column of B. A row past M reads row M - 1, and
+    // a column past N the column a tile width before it (the last V columns where there is no
+    // tile before): every copy reads valid memory and is whole, so the main loop's copies carry
+    // no guard; what they bring only feeds outputs outside C, which are never stored. The
+    // columns keep a word each: clamped onto one column, a warp's copy of B would hand one word
+    // to all its lanes in every pass of the last column's blocks, which slows them, and they are
+    // in every wave (docs/notes/predict.md, "Where K12's time goes at 4097³").
     const int phases = (K + K12_BK - 1) / K12_BK;
     const int k_first = K - K12_BK * (phases - 1);  // values of k in phase 0
     const float *a_src[K12_A_COPIES], *b_src[B_PER_ROW];
@@ -187,8 +190,10 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
     for (int c = 0; c < K12_A_COPIES; ++c)
         a_src[c] = A + (size_t)min(row0 + a_m + A_ROW_STEP * c, M - 1) * lda + a_k;
 #pragma unroll
-    for (int c = 0; c < B_PER_ROW; ++c)
-        b_src[c] = B + (size_t)b_k * N + min(col0 + b_n + b_col(c), N - V);
+    for (int c = 0; c < B_PER_ROW; ++c) {
+        const int col = col0 + b_n + b_col(c);
+        b_src[c] = B + (size_t)b_k * N + (col < N ? col : col >= K12_BN ? col - K12_BN : N - V);
+    }
     const size_t b_row_step = (size_t)N;
 
     // The copies of k-step slot `slot` of a whole phase.

@@ -1,9 +1,10 @@
 """What the lanes interpreter tells the L1 model beyond each access's cycles: the predicates an
 instruction writes, an access's own guard where the loop does not write it, the global loads that
 read again sectors an earlier load of the pass brought in (study.toolchain.l1.Reread), the copies
-past the L1 whose lanes repeat a word (study.toolchain.l1.Repeated), and the warps of a block that
-reach the main loop. Hand-made instruction streams with the answers worked
-out by hand; K2 compiled (nvcc, cuobjdump) at M = 1, where 31 of its 32 warps end before the loop."""
+past the L1 whose lanes repeat a word (study.toolchain.l1.Repeated), the warps of a block that
+reach the main loop, and the last block of K12 and K15 along x, whose copies of B keep a word a
+lane. Hand-made instruction streams with the answers worked out by hand; K2 compiled (nvcc,
+cuobjdump) at M = 1, where 31 of its 32 warps end before the loop."""
 
 from __future__ import annotations
 
@@ -209,3 +210,30 @@ def test_g15_at_m1_copies_its_one_row_of_a_past_the_l1_in_every_warp_and_block()
     assert all("BYPASS" in i.opcode for i, c in zip(body, cycles) if isinstance(c, Repeated))
     (_, full), _, _ = registered("G15", (4096, 4096, 4096), "sm_90", sms=132)
     assert not any(isinstance(c, Repeated) for c in full)
+
+
+@needs_tools
+@pytest.mark.parametrize("kid,shape", [("K12", (4096, 4097, 4096)), ("K12", (4096, 4100, 4096)),
+                                       ("K15", (4096, 4100, 4096))])
+def test_the_last_column_of_tiles_copies_a_word_a_lane(kid, shape):
+    """K12's and K15's copies of B read a column past N from a tile width before it: in the last
+    block along x, where all but a few columns lie past N, warp 0's copies of B hand each lane a
+    word of its own, as block 0's do (clamped onto the last columns, they would hand one word to
+    many lanes in every pass of that block)."""
+    from study import kernels
+    from study.predict import model
+    from study.toolchain import compile as tc
+    from study.toolchain import sass
+
+    M, N, K = shape
+    k = kernels.get(kid)
+    path = k.path_for(M, N, K)
+    bn = next(r.bn for r in k.registrations if r.symbol == path.symbol)
+    instrs = sass.dump_sass(tc.compile_cuda(path, "sm_90"), path.symbol)
+    loop = sass.main_loop(instrs)
+    copies = [i for i in loop if i.base == "LDGSTS"]
+    assert copies
+    for block in (0, -(-N // bn) - 1):
+        addrs, _ = lanes.play(instrs, loop, model.sgemm_params(shape, None), block=block)
+        assert all(addrs.get(i.addr) for i in copies)
+        assert not any(l1.words(addrs[i.addr], i.width)[1] for i in copies), block
