@@ -293,6 +293,27 @@ def test_a_select_whose_predicate_is_not_known_moves_only_uniform_choices():
     assert lanes.lane_addresses(prog, prog[3:])[0x30] is None  # P3 never written: not known
 
 
+@pytest.mark.parametrize("last,want", [
+    # tid & 1 (0xc0: a AND b), tested: odd lanes select tid, even ones 20
+    ("!PT", [i if i & 1 else 20 for i in LANE]),
+    # any other last predicate: the test's result is not known, nor is the select's
+    ("P2", None),
+])
+def test_a_logic_op_into_a_predicate_tests_its_result(last, want):
+    """LOP3.LUT P1, R5, a, b, c, lut, !PT writes the logic op's result to R5 and whether it is not
+    zero to P1, lane by lane: the bit test compilers write for ``x & mask``."""
+    prog = [ins(0x00, "S2R", "R0, SR_TID.X"), ins(0x10, "MOV", "R2, 0x14"),
+            ins(0x20, "LOP3.LUT", f"P1, R5, R0, 0x1, RZ, 0xc0, {last}"),
+            ins(0x30, "SEL", "R1, R0, R2, P1"), ins(0x40, "IADD3", "R6, R5, R1, RZ"),
+            ins(0x50, "LDS", "R3, [R1.X4]"), ins(0x58, "LDS", "R4, [R6.X4]"), ins(0x60, "BRA", "0x50")]
+    got = lanes.lane_addresses(prog, prog[5:])
+    if want is None:
+        assert got[0x50] is None
+    else:
+        assert got[0x50] == tuple(4 * w for w in want)
+        assert got[0x58] == tuple(4 * (w + (i & 1)) for i, w in zip(LANE, want))
+
+
 @needs_tools
 def test_k1_reads_a_line_per_lane_of_a_and_one_of_b():
     """K1 (the row from threadIdx.x): per FFMA a warp reads A at 32 rows (32 lines) and one float

@@ -35,7 +35,7 @@ Rules of the interpreter:
   given only with ``params``). A spill (STL) keeps its value under its local address for its
   reload (LDL).
 
-Opcodes modelled: ISETP and UISETP, PLOP3 (into predicates), MOV, UMOV, R2UR, IMAD (every form;
+Opcodes modelled: ISETP and UISETP, PLOP3 and LOP3 (into predicates), MOV, UMOV, R2UR, IMAD (every form;
 .WIDE's low word; .HI adds the 64-bit pair c+1:c), IADD3, UIADD3, VIADD, the steps of an integer
 division (I2F, MUFU.RCP, F2I, IMAD.HI), LEA, ULEA (and .HI), SHF, USHF, SHL, SHR, LOP3, ULOP3,
 IABS, IMNMX, VIMNMX, VIADDMNMX, PRMT (its default mode), SEL and USEL (lane by lane where the
@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from study.toolchain import walk
 from study.toolchain.access import LANES
 from study.toolchain.bits import MASK, f32, f32_bits, lop3, prmt
-from study.toolchain.predicates import isetp, plop3, writes
+from study.toolchain.predicates import PRED, isetp, lop3_test, plop3, writes
 from study.toolchain.predicates import signed as _signed
 from study.toolchain.sass import Instr, split_operands
 
@@ -174,6 +174,9 @@ def _step(state: Lanes, ins: Instr) -> None:
         return
     if ins.base in ("PLOP3", "UPLOP3"):
         plop3(state, ops)
+        return
+    if base == "LOP3" and PRED.match(dest):
+        lop3_test(state, ops)
         return
     if ins.base == "R2P":  # predicates from a register's bits: not played
         state.preds = dict.fromkeys(state.preds)

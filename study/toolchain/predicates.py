@@ -1,7 +1,8 @@
 """The predicates the lanes interpreter (:mod:`study.toolchain.lanes`) plays: an integer
 compare (ISETP, UISETP) of two known values per lane, combined with a third predicate, into the
-predicates it names, and a logic op of three predicates (PLOP3); the state is the interpreter's
-(its ``read``, ``pred`` and ``preds``)."""
+predicates it names, a logic op of three predicates (PLOP3), and a logic op of three registers
+that also tests its result (LOP3 into a predicate); the state is the interpreter's (its ``read``,
+``write``, ``pred`` and ``preds``)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,18 @@ def plop3(state, ops: list[str]) -> None:
             state.preds[name] = None
             continue
         state.preds[name] = tuple(bool(lop3(a, b, c, int(lut, 0)) & 1) for a, b, c in zip(*ins))
+
+
+def lop3_test(state, ops: list[str]) -> None:
+    """LOP3.LUT Pu, Rd, a, b, c, lut, !PT (and ULOP3): Rd = lut applied to the bits of a, b and c,
+    and Pu whether that is not zero, per lane (the compilers' bit test, ``x & mask``); Pu unknown
+    where an operand is, or where the last predicate is another than !PT."""
+    vals = [state.read(o) for o in ops[2:5]]
+    lut = ops[5] if len(ops) > 5 else ""
+    known = all(v is not None for v in vals) and re.match(r"^(0x[0-9a-fA-F]+|\d+)$", lut)
+    out = tuple(lop3(a, b, c, int(lut, 0)) & 0xFFFFFFFF for a, b, c in zip(*vals)) if known else None
+    if len(ops) > 1 and not PRED_OR_TRUE.match(ops[1]):
+        state.write(ops[1], out)
+    if PRED.match(ops[0]):
+        tested = out is not None and len(ops) > 6 and ops[6] in ("!PT", "!UPT")
+        state.preds[ops[0]] = tuple(v != 0 for v in out) if tested else None
