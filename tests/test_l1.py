@@ -2,9 +2,9 @@
 instruction writes, an access's own guard where the loop does not write it, the global loads that
 read again sectors an earlier load of the pass brought in (study.toolchain.l1.Reread), the copies
 past the L1 whose lanes repeat a word (study.toolchain.l1.Repeated), the warps of a block that
-reach the main loop, and the last block of K12 and K15 along x, whose copies of B keep a word a
-lane. Hand-made instruction streams with the answers worked out by hand; K2 compiled (nvcc,
-cuobjdump) at M = 1, where 31 of its 32 warps end before the loop."""
+reach the main loop, and the last block along x of K12, K15 and the Gluon tiles, whose copies of
+B keep a word a lane. Hand-made instruction streams with the answers worked out by hand; K2
+compiled (nvcc, cuobjdump) at M = 1, where 31 of its 32 warps end before the loop."""
 
 from __future__ import annotations
 
@@ -212,28 +212,43 @@ def test_g15_at_m1_copies_its_one_row_of_a_past_the_l1_in_every_warp_and_block()
     assert not any(isinstance(c, Repeated) for c in full)
 
 
-@needs_tools
-@pytest.mark.parametrize("kid,shape", [("K12", (4096, 4097, 4096)), ("K12", (4096, 4100, 4096)),
-                                       ("K15", (4096, 4100, 4096))])
-def test_the_last_column_of_tiles_copies_a_word_a_lane(kid, shape):
-    """K12's and K15's copies of B read a column past N from a tile width before it: in the last
-    block along x, where all but a few columns lie past N, warp 0's copies of B hand each lane a
-    word of its own, as block 0's do (clamped onto the last columns, they would hand one word to
-    many lanes in every pass of that block)."""
+def _compiled(kid: str, shape):
+    """(SASS, main loop, arguments, tile width) of a registered kernel compiled here at ``shape``."""
     from study import kernels
     from study.predict import model
     from study.toolchain import compile as tc
     from study.toolchain import sass
+    from study.toolchain.triton_child import TritonChild
 
-    M, N, K = shape
     k = kernels.get(kid)
-    path = k.path_for(M, N, K)
-    bn = next(r.bn for r in k.registrations if r.symbol == path.symbol)
-    instrs = sass.dump_sass(tc.compile_cuda(path, "sm_90"), path.symbol)
-    loop = sass.main_loop(instrs)
+    if k.impl == "cuda":
+        path = k.path_for(*shape)
+        bn = next(r.bn for r in k.registrations if r.symbol == path.symbol)
+        instrs = sass.dump_sass(tc.compile_cuda(path, "sm_90"), path.symbol)
+        params = model.sgemm_params(shape, None)
+    else:
+        gluon_module(k.target.split(":")[0])
+        with TritonChild() as child:
+            t = tc.compile_triton(k, "sm_90", shape=shape, child=child)
+        bn = t["config"]["BN"] if t["config"] else k.tile[1]
+        instrs = sass.dump_sass(t["cubin"], t["name"])
+        params = model.cubin_params(t["arguments"])
+    return instrs, sass.main_loop(instrs), params, bn
+
+
+@needs_tools
+@pytest.mark.parametrize("kid,shape", [("K12", (4096, 4097, 4096)), ("K12", (4096, 4100, 4096)),
+                                       ("K15", (4096, 4100, 4096)), ("G12", (4097, 4097, 4097)),
+                                       ("G12T", (4100, 4100, 4100)), ("G15", (4100, 4100, 4100))])
+def test_the_last_column_of_tiles_copies_a_word_a_lane(kid, shape):
+    """K12's, K15's and the Gluon tiles' copies of B read a column past N from a tile width before
+    it: in the last block along x, where all but a few columns lie past N, warp 0's copies of B
+    hand each lane a word of its own, as block 0's do (clamped onto the last columns, they would
+    hand one word to many lanes in every pass of that block)."""
+    instrs, loop, params, bn = _compiled(kid, shape)
     copies = [i for i in loop if i.base == "LDGSTS"]
     assert copies
-    for block in (0, -(-N // bn) - 1):
-        addrs, _ = lanes.play(instrs, loop, model.sgemm_params(shape, None), block=block)
+    for block in (0, -(-shape[1] // bn) - 1):
+        addrs, _ = lanes.play(instrs, loop, params, block=block)
         assert all(addrs.get(i.addr) for i in copies)
         assert not any(l1.words(addrs[i.addr], i.width)[1] for i in copies), block

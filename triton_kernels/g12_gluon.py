@@ -22,8 +22,9 @@ Everything else follows K12:
   B's K-tile
   [16 x 256]: copy c (0..15) reads row c, column tid, into Bs[c][tid], unpadded. The copy
   map is the layout of the source pointers (register c of a thread is its copy c).
-* A copy for a row past M reads row M - 1 and one for a column past N column N - 1, so the
-  main loop's copies carry no mask; what they bring feeds only outputs that are not stored.
+* A copy for a row past M or a column past N reads the one a tile before it (the last ones
+  where there is none: :func:`edge_source`), so the main loop's copies carry no mask; what they
+  bring feeds only outputs that are not stored.
 * The ragged end of K first: phase 0 copies K - 16 (phases - 1) values of k (masked: the rest
   zero-filled by the copy) and every later phase is whole; the last phase is peeled (no
   copies, no barrier).
@@ -139,6 +140,16 @@ def unsupported_reason() -> str | None:
 
 
 SUPPORTED = unsupported_reason() is None
+
+
+@gluon.jit
+def edge_source(first, n, TILE: gl.constexpr, VEC: gl.constexpr):
+    """The row or column a copy reads for the group of VEC that starts at ``first`` (a tile's
+    start plus a multiple of VEC), of ``n``: the group itself where it lies inside, else the group
+    a tile before it, else the last VEC. Groups past the edge thus keep a word a lane, as the
+    groups inside do: clamped onto the last VEC, the copies of the last row or column of tiles
+    would hand one word to many lanes in every phase, and those blocks are in every wave."""
+    return gl.where(first <= n - VEC, first, gl.where(first >= TILE, first - TILE, n - VEC))
 
 
 @gluon.jit
@@ -299,16 +310,16 @@ def g12_kernel(
         b_s0 = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM)
         b_s1 = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM)
 
-    # sources at k = 0; rows past M read row M - 1, columns past N column N - 1
-    # (VEC = 4: M and N multiples of 4; a copy's 4 rows or columns together, past the edge the last 4)
+    # sources at k = 0; rows past M and columns past N as edge_source gives them
+    # (VEC = 4: M and N multiples of 4; a copy's 4 rows or columns together)
     ak = gl.arange(0, BK, layout=gl.SliceLayout(1, LA))
     am = gl.arange(0, BM, layout=gl.SliceLayout(0, LA))
-    am = gl.max_contiguous(gl.multiple_of(gl.minimum(pid_m * BM + am // VEC * VEC, M - VEC) + am % VEC,
+    am = gl.max_contiguous(gl.multiple_of(edge_source(pid_m * BM + am // VEC * VEC, M, BM, VEC) + am % VEC,
                                           VEC), VEC)
     a_tile = a_ptr + am[None, :] * stride_am + ak[:, None] * stride_ak  # [BK, BM]: As[k][m]'s source
     bk = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
     bn = gl.arange(0, BN, layout=gl.SliceLayout(0, LB))
-    bn = gl.max_contiguous(gl.multiple_of(gl.minimum(pid_n * BN + bn // VEC * VEC, N - VEC) + bn % VEC,
+    bn = gl.max_contiguous(gl.multiple_of(edge_source(pid_n * BN + bn // VEC * VEC, N, BN, VEC) + bn % VEC,
                                           VEC), VEC)
     b_tile = b_ptr + bk[:, None] * stride_bk + bn[None, :] * stride_bn  # [BK, BN]
 

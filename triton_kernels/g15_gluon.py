@@ -17,8 +17,8 @@ the current one.
 
 The rest is G12's: the accumulator in K12's thread -> output map (``g12_gluon.ACC_LAYOUT``), two
 stages in two named allocations each for A and B, a phase's copies in two bursts (A's at k-step 0,
-B's at :data:`B_STEP`), one barrier per phase, the last phase peeled, rows past M and the 16 bytes
-past N copied from the last row and the last 16 bytes, masked at the store. N and K must be
+B's at :data:`B_STEP`), one barrier per phase, the last phase peeled, rows past M and columns past
+N copied from a tile before them (``g12_gluon.edge_source``), masked at the store. N and K must be
 multiples of 4 (16-byte copies), as K15's SGEMM_VEC4; the ragged end of K is copied first, in
 whole groups of 4.
 
@@ -165,15 +165,15 @@ def g15_kernel(
     b_s1 = gl.allocate_shared_memory(gl.float32, [BK, BN], SMEM)
 
     ar = gl.arange(0, G * BM, layout=gl.SliceLayout(1, LA))
-    am = gl.minimum(pid_m * BM + ar % BM, M - 1)
+    am = g12.edge_source(pid_m * BM + ar % BM, M, BM, 1)
     aj = gl.arange(0, KG, layout=gl.SliceLayout(0, LA))
     akk = (ar // BM)[:, None] * KG + aj[None, :]  # [G * BM, KG]: k of each element
     akk = gl.max_contiguous(gl.multiple_of(akk, [1, KG]), [1, KG])
     a_tile = a_ptr + am[:, None] * stride_am + akk * stride_ak
     bk = gl.arange(0, BK, layout=gl.SliceLayout(1, LB))
-    # columns past N read the last 16 bytes of the row (N % 4 == 0), a copy's 4 columns together
+    # rows past M and columns past N (N % 4 == 0, a copy's 4 columns together) as edge_source gives them
     bc = gl.arange(0, BN, layout=gl.SliceLayout(0, LB))
-    bn = gl.minimum(pid_n * BN + bc // 4 * 4, N - 4) + bc % 4
+    bn = g12.edge_source(pid_n * BN + bc // 4 * 4, N, BN, 4) + bc % 4
     bn = gl.max_contiguous(gl.multiple_of(bn, 4), 4)
     b_tile = b_ptr + bk[:, None] * stride_bk + bn[None, :] * stride_bn
 
