@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, replace
 
 from study.predict import issue
-from study.toolchain import l1, lanes, occupancy, sass, trips
+from study.toolchain import l1, lanes, occupancy, sass, trips, waterfall
 
 MISSING = ("prologue and epilogue",)
 NO_ICACHE = "instruction cache"
@@ -218,7 +218,8 @@ def played_loop(instrs: list, params: dict[int, int] | None = None) -> tuple[lis
     main loop runs at most :data:`NEST_MAX` passes per entry (its compare, played for the kernel's
     arguments ``params``: :mod:`study.toolchain.trips`) and the shortest loop around it holds the
     tile's copies or barriers (:data:`AROUND`), the loop around is played, the main loop written
-    out in it as many times as it runs."""
+    out in it as many times as it runs. A waterfall loop inside (:mod:`study.toolchain.waterfall`)
+    is written out as many times as it turns."""
     body = sass.main_loop(instrs)
     passes = trips.loop_trips(instrs, body, params) if body else None
     outer = _around(instrs, body)
@@ -228,9 +229,13 @@ def played_loop(instrs: list, params: dict[int, int] | None = None) -> tuple[lis
         if any(i.base in AROUND for i in outer[:i0] + outer[i1:]):
             cycles = l1.l1_cycles(instrs, outer, params)
             n = int(passes)
-            return (outer[:i0] + body * n + outer[i1:], cycles[:i0] + cycles[i0:i1] * n + cycles[i1:],
-                    trips.loop_trips(instrs, outer, params))
-    return body, l1.l1_cycles(instrs, body, params), passes
+            played, each = waterfall.expand(outer[:i0] + body * n + outer[i1:],
+                                            cycles[:i0] + cycles[i0:i1] * n + cycles[i1:],
+                                            waterfall.turns(instrs, outer, params))
+            return played, each, trips.loop_trips(instrs, outer, params)
+    played, each = waterfall.expand(body, l1.l1_cycles(instrs, body, params),
+                                    waterfall.turns(instrs, body, params))
+    return played, each, passes
 
 
 def _around(instrs: list, body: list) -> list:

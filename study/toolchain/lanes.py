@@ -414,7 +414,7 @@ def play(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int] 
     written = {n for i in loop for n in writes(split_operands(i.operands))}
     if any(i.base == "R2P" for i in loop):
         written |= {f"P{n}" for n in range(7)}
-    for ins in _walked(instrs, loop, state):
+    for ins in walked(instrs, loop, state):
         if ins.addr in in_loop:
             own = ins.pred.lstrip("@")
             guard = state.pred(own) if own and own.lstrip("!") not in written else None
@@ -426,7 +426,7 @@ def play(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int] 
     return accesses, copies
 
 
-def _walked(instrs: Sequence[Instr], loop: Sequence[Instr], state: Lanes):
+def walked(instrs: Sequence[Instr], loop: Sequence[Instr], state: Lanes):
     """The instructions ``state``'s warp runs from the kernel's entry to the end of ``loop``'s
     first pass (:func:`study.toolchain.walk.path`; the caller steps ``state`` through them), less
     those that never run (``@!PT``) and the EXITs before the loop, which end the lanes their known
@@ -458,7 +458,7 @@ def warps_reaching(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[
     reaching = 0
     for w in range(warps):
         state = Lanes(params, warp=w, rows=rows)
-        for ins in _walked(instrs, loop, state):
+        for ins in walked(instrs, loop, state):
             if ins.addr >= loop[0].addr:
                 reaching += any(state.active)
                 break
