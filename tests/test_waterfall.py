@@ -1,8 +1,11 @@
 """Waterfall loops (study.toolchain.waterfall): found in a hand-made main loop, turned once per lane
-that enters them, written out that many times; a loop that compares values left alone; and the
-loop nvcc writes for a 16-byte cuda::memcpy_async a lane (a bulk copy a turn), compiled here."""
+that enters them (less the lanes a branch over them takes), written out that many times; a loop
+that compares values left alone; and the loop nvcc writes for a 16-byte cuda::memcpy_async a
+lane (a bulk copy a turn), compiled here."""
 
 from __future__ import annotations
+
+import pytest
 
 from study.toolchain import waterfall
 from study.toolchain.sass import Instr
@@ -51,6 +54,18 @@ def test_a_loop_that_compares_values_is_left_as_it_is():
     assert waterfall.expand(loop, [None] * len(loop), waterfall.turns(prog, loop, None))[0] == loop
 
 
+@pytest.mark.parametrize("guard,want", [
+    ("ISETP.NE.AND P3, PT, R0, RZ, PT", {0x40: 1}),  # if (threadIdx.x == 0): one lane, one turn
+    ("FSETP.GT.AND P3, PT, R0, RZ, PT", {}),  # a branch on lanes not known: left out, played once
+])
+def test_a_branch_over_the_waterfall_loop_leaves_its_lanes_out(guard, want):
+    prog = program(32)
+    op, operands = guard.split(" ", 1)
+    prog[3:4] = [ins(0x30, op, operands), ins(0x38, "BRA", "0x90", "@P3")]
+    loop = prog[3:]
+    assert waterfall.turns(prog, loop, None) == want
+
+
 @needs_tools
 def test_a_memcpy_async_of_16_bytes_a_lane_is_a_bulk_copy_a_turn(tmp_path):
     """nvcc (sm_90) issues each lane's 16-byte cuda::memcpy_async with a cuda::barrier as a bulk copy
@@ -62,13 +77,14 @@ def test_a_memcpy_async_of_16_bytes_a_lane_is_a_bulk_copy_a_turn(tmp_path):
 
     src, cubin = tmp_path / "copy.cu", tmp_path / "copy.cubin"
     src.write_text(COPY_KERNEL)
-    subprocess.run([tools.find_nvcc(), "-O3", "-std=c++17", "-arch=sm_90", "-cubin", "-o", str(cubin), str(src)],
-                   check=True, capture_output=True)
+    cmd = [tools.find_nvcc(), "-O3", "-std=c++17", "-arch=sm_90", "-cubin", "-o", str(cubin), str(src)]
+    subprocess.run(cmd, check=True, capture_output=True)
     instrs = sass.dump_sass(cubin, "copy_rows")
     loop = sass.main_loop(instrs)
     found = waterfall.segments(loop)
     assert len(found) == 1 and any(i.base == "UBLKCP" for i in loop[found[0][0]:found[0][1]])
-    assert waterfall.turns(instrs, loop, model.sgemm_params((128, 128, 4096), None)) == {loop[found[0][0]].addr: 32}
+    first = loop[found[0][0]].addr
+    assert waterfall.turns(instrs, loop, model.sgemm_params((128, 128, 4096), None)) == {first: 32}
 
 
 COPY_KERNEL = r"""

@@ -16,6 +16,7 @@ turn) is left as it is."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from study.toolchain import lanes
@@ -31,7 +32,7 @@ def segments(loop: Sequence[Instr]) -> list[tuple[int, int]]:
     for j, ins in enumerate(loop[:-1]):
         if ins.base != "BRA" or "U" not in ins.mods or "ANY" not in ins.mods or not ins.operands:
             continue
-        target = int(ins.operands.split(",")[-1].strip(), 16)
+        target = _target(ins)
         i = next((i for i in range(j - 1, -1, -1) if loop[i].addr == target), None)
         if i is None or loop[i].base != "ELECT":
             continue
@@ -41,19 +42,34 @@ def segments(loop: Sequence[Instr]) -> list[tuple[int, int]]:
     return out
 
 
+def _target(ins: Instr) -> int | None:
+    """A branch's target address."""
+    m = re.search(r"0x[0-9a-fA-F]+", ins.operands)
+    return int(m.group(0), 16) if m else None
+
+
 def turns(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int] | None) -> dict[int, int]:
     """By the address of its ELECT: how many lanes of warp 0 enter each waterfall loop of
-    ``loop`` (the lanes interpreter's running lanes there, those its guard leaves where known)."""
+    ``loop``, where the lanes interpreter knows it: its running lanes there, less those its guard
+    or a guarded branch of the loop over the waterfall loop (``if (threadIdx.x == 0)``) leaves out.
+    A waterfall loop whose lanes are not known is left out (played once)."""
     firsts = {loop[i].addr for i, _ in segments(loop)}
     if not firsts:
         return {}
+    in_loop = {i.addr for i in loop}
     state = lanes.Lanes(params)
+    skips: list[tuple[int, int, tuple | None]] = []  # a forward branch: at, to, the lanes taking it
     out: dict[int, int] = {}
     for ins in lanes.walked(instrs, loop, state):
+        to = _target(ins) if ins.base == "BRA" and ins.pred and ins.addr in in_loop else None
+        if to is not None and to > ins.addr:
+            skips.append((ins.addr, to, state.pred(ins.pred.lstrip("@"))))
         if ins.addr in firsts and ins.addr not in out:
-            guard = state.pred(ins.pred.lstrip("@")) if ins.pred else None
-            running = [a and (guard is None or g) for a, g in zip(state.active, guard or state.active)]
-            out[ins.addr] = sum(running)
+            guard = state.pred(ins.pred.lstrip("@")) if ins.pred else tuple(state.active)
+            over = [taken for at, to, taken in skips if at < ins.addr < to]
+            if guard is not None and all(t is not None for t in over):
+                out[ins.addr] = sum(a and g and not any(t[n] for t in over)
+                                    for n, (a, g) in enumerate(zip(state.active, guard)))
         lanes.step(state, ins)
     return out
 
