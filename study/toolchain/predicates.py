@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from study.toolchain.access import LANES
-from study.toolchain.bits import lop3
+from study.toolchain.bits import MASK, lop3
 
 PRED = re.compile(r"^U?P\d$")
 PRED_OR_TRUE = re.compile(r"^U?P(\d|T)$")  # a predicate operand, PT (true: a write discarded) too
@@ -84,7 +84,7 @@ def lop3_test(state, ops: list[str]) -> None:
     vals = [state.read(o) for o in ops[2:5]]
     lut = ops[5] if len(ops) > 5 else ""
     known = all(v is not None for v in vals) and re.match(r"^(0x[0-9a-fA-F]+|\d+)$", lut)
-    out = tuple(lop3(a, b, c, int(lut, 0)) & 0xFFFFFFFF for a, b, c in zip(*vals)) if known else None
+    out = tuple(lop3(a, b, c, int(lut, 0)) & MASK for a, b, c in zip(*vals)) if known else None
     if len(ops) > 1 and not PRED_OR_TRUE.match(ops[1]):
         state.write(ops[1], out)
     if PRED.match(ops[0]):

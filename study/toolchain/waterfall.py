@@ -16,11 +16,10 @@ turn) is left as it is."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from study.toolchain import lanes
-from study.toolchain.sass import Instr
+from study.toolchain.sass import Instr, branch_target
 
 COMPARES = {"ISETP", "UISETP", "VOTE", "VOTEU", "MATCH"}
 
@@ -30,9 +29,9 @@ def segments(loop: Sequence[Instr]) -> list[tuple[int, int]]:
     an ``ELECT`` of the loop, with no compare between them."""
     out = []
     for j, ins in enumerate(loop[:-1]):
-        if ins.base != "BRA" or "U" not in ins.mods or "ANY" not in ins.mods or not ins.operands:
+        if ins.base != "BRA" or "U" not in ins.mods or "ANY" not in ins.mods:
             continue
-        target = _target(ins)
+        target = branch_target(ins)
         i = next((i for i in range(j - 1, -1, -1) if loop[i].addr == target), None)
         if i is None or loop[i].base != "ELECT":
             continue
@@ -40,12 +39,6 @@ def segments(loop: Sequence[Instr]) -> list[tuple[int, int]]:
             continue
         out.append((i, j))
     return out
-
-
-def _target(ins: Instr) -> int | None:
-    """A branch's target address."""
-    m = re.search(r"0x[0-9a-fA-F]+", ins.operands)
-    return int(m.group(0), 16) if m else None
 
 
 def turns(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int] | None) -> dict[int, int]:
@@ -61,7 +54,7 @@ def turns(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int]
     skips: list[tuple[int, int, tuple | None]] = []  # a forward branch: at, to, the lanes taking it
     out: dict[int, int] = {}
     for ins in lanes.walked(instrs, loop, state):
-        to = _target(ins) if ins.base == "BRA" and ins.pred and ins.addr in in_loop else None
+        to = branch_target(ins) if ins.pred and ins.addr in in_loop else None
         if to is not None and to > ins.addr:
             skips.append((ins.addr, to, state.pred(ins.pred.lstrip("@"))))
         if ins.addr in firsts and ins.addr not in out:
