@@ -102,7 +102,7 @@ def registered(kid: str, shape, arch: str, child=None, config: dict | None = Non
 def _with_passes(instrs, params, launch):
     """((the main loop, its L1 cycles), ``launch`` with the loop's passes and the warps that run
     it, as the SASS tells them) for a kernel's ``instrs`` and arguments ``params``."""
-    body, cycles, passes = model.played_loop(instrs, params)
+    body, cycles, passes, _ = model.played_loop(instrs, params)
     return (body, cycles), model.with_loop_warps(replace(launch, passes=passes), instrs, body, params)
 
 
@@ -163,7 +163,7 @@ def from_file(path: Path, symbol: str, grid, block: int, smem: int, arch: str, s
     static = max(0, int(usage.get("SHARED", 0)) - (1024 if sm.startswith("sm_9") else 0))
     launch = model.Launch(grid=grid, threads=block, smem=static + smem, registers=int(usage.get("REG", 0)))
     if shape is not None:
-        body, cycles, passes = model.played_loop(funcs[name], model.sgemm_params(shape))
+        body, cycles, passes, _ = model.played_loop(funcs[name], model.sgemm_params(shape))
         work = passes * sum(i.base == "FFMA" for i in body) * launch.blocks * block if passes else 0
         if abs(work - math.prod(shape)) <= 0.01 * math.prod(shape):
             launch = model.with_loop_warps(replace(launch, passes=passes), funcs[name], body,

@@ -153,6 +153,7 @@ class _Warp:
     pending_copies: int = 0  # the latest async copy's completion (for LDGDEPBAR)
     global_boards: set = field(default_factory=set)  # scoreboards last set by a global access
     loaded: dict = field(default_factory=dict)  # a global load's address -> its data's latest arrival
+    code: object = None  # the _Code it plays
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,8 @@ def _kind(ins: Instr) -> str:
 
 def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Constants = DEFAULT,
              iterations: int = 4, schedulers: int = 4,
-             l1_cycles: Sequence[float | None] | None = None, sharers: int = 1) -> LoopResult:
+             l1_cycles: Sequence[float | None] | None = None, sharers: int = 1,
+             paths: Sequence[tuple[Sequence[Instr], Sequence]] | None = None) -> LoopResult:
     """Play ``iterations`` passes of the loop ``body`` (its last instruction the back edge) for
     ``blocks`` resident blocks of ``warps_per_block`` warps; the steady state is read over the
     second half of the passes (from the cycle every warp has finished half of them).
@@ -211,16 +213,19 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
     whichever is later; any other, ``ldg_latency``, and a copy given as a
     :class:`study.toolchain.l1.Repeated` ``repeat_cycles`` later for each copy of its words that
     the L2 serves in the pass: its ``copies`` in each warp of the block, in each of ``sharers``
-    blocks of the GPU where every block copies them."""
+    blocks of the GPU where every block copies them. ``paths``: where a block's warps run
+    different passes (:mod:`study.toolchain.paths`), each warp's (body, l1_cycles), played in place
+    of ``body``; the n-th barrier of one warp's pass meets the n-th of the others'."""
     if not body or any(i.control is None for i in body):
         raise ValueError("the loop body needs every instruction's scheduling word (sm_70 and later)")
     if warps_per_block < 1 or blocks < 1 or iterations < 2:
         raise ValueError("needs at least one warp, one block and two iterations")
-    sim = _Sim(body, warps_per_block, blocks, c, schedulers, l1_cycles, sharers)
+    sim = _Sim(body, warps_per_block, blocks, c, schedulers, l1_cycles, sharers, paths)
     half = iterations // 2
     finished_at: dict[int, int] = {}
     t = 0
-    limit = 64 * (1 + max(c.ldg_latency, c.lds_latency)) * len(body) * iterations * len(sim.warps)
+    longest = max(len(w.code.body) for w in sim.warps)
+    limit = 64 * (1 + max(c.ldg_latency, c.lds_latency)) * longest * iterations * len(sim.warps)
     while len(finished_at) < iterations:
         if t > limit:
             raise RuntimeError("the loop made no progress: a wait that nothing in it clears")
@@ -239,7 +244,7 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
     return LoopResult(
         cycles_per_iteration=span / (iterations - half),
         issue_pct=100.0 * sim.issued / slots if slots else 0.0,
-        instructions_per_iteration=len(body),
+        instructions_per_iteration=longest,
         warps=len(sim.warps),
         stalls={k: v / states for k, v in sim.states.most_common() if k != "selected"},
         pipe_busy={"fma": sim.busy["fma"] / slots if slots else 0.0,
@@ -248,12 +253,13 @@ def simulate(body: Sequence[Instr], warps_per_block: int, blocks: int, c: Consta
     )
 
 
-class _Sim:
-    """The state of one SM while it plays the loop: warps, pipes, the shared-memory unit."""
+class _Code:
+    """What the simulation reads of one instruction stream, per instruction: its kind, the cycles
+    it holds the L1 / shared-memory unit, its DEPBAR's operands, its bank conflicts, its line of
+    code, and for a BAR its rank among the stream's barriers."""
 
-    def __init__(self, body, warps_per_block, blocks, c: Constants, schedulers, l1_cycles=None, sharers=1):
-        self.body, self.c, self.warps_per_block = body, c, warps_per_block
-        self.sharers = sharers
+    def __init__(self, body, c: Constants, l1_cycles=None):
+        self.body = body
         self.kinds = [_kind(i) for i in body]
         given = list(l1_cycles) if l1_cycles is not None else [None] * len(body)
         if len(given) != len(body):
@@ -262,10 +268,29 @@ class _Sim:
                      for g, i, k in zip(given, body, self.kinds)]
         self.depbar = [(_DEPBAR.search(i.operands) if k == "depbar" else None)
                        for i, k in zip(body, self.kinds)]
-        self.warps = [_Warp(block=b, scheduler=(b * warps_per_block + w) % schedulers)
+        self.conflicts = bank_conflicts_each(body, c.banks, c.bank_rule)
+        self.line_of = [i.addr // LINE for i in body]
+        self.barrier, seen = [], 0
+        for k in self.kinds:
+            self.barrier.append(seen)
+            seen += k == "barrier"
+
+
+class _Sim:
+    """The state of one SM while it plays the loop: warps, pipes, the shared-memory unit."""
+
+    def __init__(self, body, warps_per_block, blocks, c: Constants, schedulers, l1_cycles=None, sharers=1,
+                 paths=None):
+        self.c, self.warps_per_block = c, warps_per_block
+        self.sharers = sharers
+        main = _Code(body, c, l1_cycles)
+        # the warps of a block whose pass is other code (``paths``: (body, l1_cycles) per warp)
+        codes = [_Code(b, c, cy) for b, cy in paths] if paths else [main] * warps_per_block
+        if len(codes) != warps_per_block:
+            raise ValueError("paths needs one (body, l1_cycles) per warp of a block")
+        self.warps = [_Warp(block=b, scheduler=(b * warps_per_block + w) % schedulers, code=codes[w])
                       for b in range(blocks) for w in range(warps_per_block)]
         self.by_sched = [[w for w in self.warps if w.scheduler == s] for s in range(schedulers)]
-        self.conflicts = bank_conflicts_each(body, c.banks, c.bank_rule)
         self.dispatch_free = [0] * schedulers  # a scheduler reading banked registers issues nothing
         self.fma_free = [0] * schedulers
         self.alu_free = [0] * schedulers
@@ -273,14 +298,14 @@ class _Sim:
         self.lg_waiting: list[list[float]] = [[] for _ in range(schedulers)]  # global (its own queue)
         self.smem_free = 0.0
         self.arrived: Counter = Counter()
-        self.released: dict = {}  # (block, iteration, pc) of a barrier -> its release cycle
+        self.released: dict = {}  # (block, iteration, rank) of a barrier -> its release cycle
         self.issued = 0
         self.states: Counter = Counter()  # per warp and cycle, counted in the steady state
         self.busy: Counter = Counter()
-        self.line_of = [i.addr // LINE for i in body]
         self.sets = max(1, c.icache_lines // max(1, c.icache_ways))
-        self.fetching = c.icache_lines > 0 and overflows(self.line_of, self.sets, c.icache_ways)
-        self.lines = set(self.line_of)
+        line_of = [x for code in {id(k): k for k in codes}.values() for x in code.line_of]
+        self.fetching = c.icache_lines > 0 and overflows(line_of, self.sets, c.icache_ways)
+        self.lines = set(line_of)
         self.icache = [[OrderedDict() for _ in range(self.sets)] for _ in range(schedulers)]
 
     def line(self, s: int, line: int, t: int) -> int:
@@ -293,10 +318,10 @@ class _Sim:
             held[line] = t + self.c.icache_refill
         return held[line]
 
-    def fetched(self, s: int, pc: int, t: int) -> int:
-        """The cycle instruction ``pc``'s line is in place for scheduler ``s``; the lines after it
-        that are not are requested at ``t`` too."""
-        line = self.line_of[pc]
+    def fetched(self, s: int, w: _Warp, t: int) -> int:
+        """The cycle ``w``'s next instruction's line is in place for scheduler ``s``; the lines
+        after it that are not are requested at ``t`` too."""
+        line = w.code.line_of[w.pc]
         ready = self.line(s, line, t)
         for ahead in range(1, self.c.icache_prefetch + 1):
             if line + ahead in self.lines:
@@ -309,22 +334,23 @@ class _Sim:
             if self.released.get(w.at_barrier, 1 << 60) > t:
                 return "barrier"
             w.at_barrier = False
-        if self.fetching and self.fetched(s, w.pc, t) > t:
+        if self.fetching and self.fetched(s, w, t) > t:
             return "no_instruction"
         if w.ready_at > t:
             return "wait"
-        ins, kind = self.body[w.pc], self.kinds[w.pc]
+        code = w.code
+        ins, kind = code.body[w.pc], code.kinds[w.pc]
         for sb in ins.control.wait:
             if any(r > t for r in w.boards[sb]):
                 return "long_scoreboard" if sb in w.global_boards else "short_scoreboard"
-        d = self.depbar[w.pc]
+        d = code.depbar[w.pc]
         if d and sum(1 for r in w.boards[int(d[1])] if r > t) > int(d[2], 0):
             return "long_scoreboard"
         if (kind == "fma" and self.fma_free[s] > t) or (kind == "alu" and self.alu_free[s] > t):
             return "math_pipe_throttle"
         if kind == "shared" and len(self.mio_waiting[s]) >= self.c.mio_queue:
             return "mio_throttle"
-        if kind == "global" and self.unit[w.pc] and len(self.lg_waiting[s]) >= self.c.lg_queue:
+        if kind == "global" and code.unit[w.pc] and len(self.lg_waiting[s]) >= self.c.lg_queue:
             return "lg_throttle"
         return None
 
@@ -347,23 +373,24 @@ class _Sim:
                 st = states[id(w)]
                 self.states["selected" if w is chosen else (st or "not_selected")] += 1
 
-    def hold_unit(self, pc: int, s: int, t: int, counting: bool) -> float:
-        """The SM's L1 / shared-memory unit takes the access of instruction ``pc`` as soon as it
-        is free: busy for its cycles; the access waits in its scheduler's queue meanwhile. Returns
-        the cycle the unit has served it."""
-        served = self.unit[pc] / self.c.smem_wavefronts_per_cycle
+    def hold_unit(self, code: _Code, pc: int, s: int, t: int, counting: bool) -> float:
+        """The SM's L1 / shared-memory unit takes the access of instruction ``pc`` of ``code`` as
+        soon as it is free: busy for its cycles; the access waits in its scheduler's queue
+        meanwhile. Returns the cycle the unit has served it."""
+        served = code.unit[pc] / self.c.smem_wavefronts_per_cycle
         start = max(float(t), self.smem_free)
         self.smem_free = start + served
         self.busy["shared"] += served if counting else 0
-        (self.mio_waiting if self.kinds[pc] == "shared" else self.lg_waiting)[s].append(start)
+        (self.mio_waiting if code.kinds[pc] == "shared" else self.lg_waiting)[s].append(start)
         return self.smem_free
 
     def issue(self, w: _Warp, s: int, t: int, counting: bool) -> None:
-        c = self.c
-        ins, kind = self.body[w.pc], self.kinds[w.pc]
+        c, code = self.c, w.code
+        ins, kind = code.body[w.pc], code.kinds[w.pc]
         ctl = ins.control
         if self.fetching:  # the line just read is the set's most recently used
-            line, held = self.line_of[w.pc], self.icache[s][self.line_of[w.pc] % self.sets]
+            line = code.line_of[w.pc]
+            held = self.icache[s][line % self.sets]
             if line in held:
                 held.move_to_end(line)
         result_at = None
@@ -374,17 +401,17 @@ class _Sim:
             self.alu_free[s] = t + c.alu_cycles
             self.busy["alu"] += c.alu_cycles if counting else 0
         elif kind == "shared":
-            result_at = self.hold_unit(w.pc, s, t, counting) + c.lds_latency
+            result_at = self.hold_unit(code, w.pc, s, t, counting) + c.lds_latency
         elif kind == "global":
             # its lines pass the unit's tag stage first, then the memory answers; a reread, the L1
-            start = self.hold_unit(w.pc, s, t, counting) if self.unit[w.pc] else t
-            again = self.unit[w.pc] if isinstance(self.unit[w.pc], Reread) else None
+            start = self.hold_unit(code, w.pc, s, t, counting) if code.unit[w.pc] else t
+            again = code.unit[w.pc] if isinstance(code.unit[w.pc], Reread) else None
             if again is not None:
                 hit = c.l2_latency if again.l2 else c.ldl_latency
                 result_at = max(start + hit, w.loaded.get(again.after, 0))
             else:
                 result_at = start + (c.ldl_latency if ins.base == "LDL" else c.ldg_latency)
-            hot = self.unit[w.pc]
+            hot = code.unit[w.pc]
             if isinstance(hot, Repeated):
                 queued = hot.copies * self.warps_per_block * (self.sharers if hot.blocks else 1)
                 result_at += round(c.repeat_cycles * queued)
@@ -405,16 +432,16 @@ class _Sim:
         if ctl.read_sb is not None:
             w.boards[ctl.read_sb] = [r for r in w.boards[ctl.read_sb] if r > t] + [t + c.read_latency]
         if kind == "barrier":
-            key = (w.block, w.iteration, w.pc)
+            key = (w.block, w.iteration, code.barrier[w.pc])
             self.arrived[key] += 1
             w.at_barrier = key
             if self.arrived[key] == self.warps_per_block:
                 self.released[key] = t + c.barrier_latency
         w.ready_at = t + max(1, ctl.stall)
-        self.dispatch_free[s] = t + 1 + self.conflicts[w.pc] * c.bank_cycles
+        self.dispatch_free[s] = t + 1 + code.conflicts[w.pc] * c.bank_cycles
         w.waited_since = t
         self.issued += counting
         w.pc += 1
-        if w.pc == len(self.body):
+        if w.pc == len(code.body):
             w.pc = 0
             w.iteration += 1

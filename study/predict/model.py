@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, replace
 
 from study.predict import issue
-from study.toolchain import l1, lanes, occupancy, sass, trips, waterfall
+from study.toolchain import l1, lanes, occupancy, paths, sass, trips, waterfall
 
 MISSING = ("prologue and epilogue",)
 NO_ICACHE = "instruction cache"
@@ -60,6 +60,9 @@ class Launch:
     # the main loop's passes per block where its SASS tells them (study.toolchain.trips: the
     # loop's compare, played), else None and the trip count comes from the FFMAs
     passes: float | None = None
+    # each warp's (loop, L1 cycles) where a block's warps run different passes of the loop
+    # (played_loop), for the warps that run it; else None and every warp plays the one loop
+    paths: tuple | None = None
 
     def padded(self, M: int, N: int) -> tuple[int, int]:
         """The rows and columns of C the grid's tiles cover (M, N where the tile is not known): a
@@ -77,10 +80,14 @@ class Launch:
 def with_loop_warps(launch: Launch, instrs: list, body: list, params: dict[int, int] | None) -> Launch:
     """``launch`` with the warps of a block that reach the main loop ``body`` with a lane running
     at the kernel's arguments ``params`` (:func:`study.toolchain.lanes.warps_reaching`: a bounds
-    check that ends a block's rows past M before the loop), where fewer than own outputs."""
+    check that ends a block's rows past M before the loop), where fewer than own outputs; and
+    with each of those warps' pass of the loop where their passes differ (:func:`played_loop`)."""
     owners = -(-(launch.compute_threads or launch.threads) // 32)
     reaching = lanes.warps_reaching(instrs, body, params, -(-launch.threads // 32))
-    return replace(launch, loop_warps=reaching) if 0 < reaching < owners else launch
+    if 0 < reaching < owners:
+        launch = replace(launch, loop_warps=reaching)
+    warps = launch.loop_warps or owners
+    return replace(launch, paths=played_loop(instrs, params, warps)[3]) if warps > 1 else launch
 
 
 def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: str = "sm_90",
@@ -108,6 +115,9 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
     # and a block's warps that end before it run none
     warps = launch.loop_warps or -(-owners // 32)
     code = (tuple((i.addr, i.opcode, i.operands, i.words) for i in body), tuple(l1_cycles or ()))
+    by_warp = tuple(tuple(i.addr for i in b) for b, _ in launch.paths) if launch.paths else None
+    if launch.paths and len(launch.paths) != warps:
+        raise ValueError(f"{len(launch.paths)} warps' passes given for {warps} warps of a block")
     # the blocks of the GPU that run a pass together and make the same copies (the row of the grid
     # along x, as far as the SMs hold it), where a copy is made alike by every block
     # (study.toolchain.l1.Repeated); else 1, so that the loop's steady state serves other shapes
@@ -116,10 +126,11 @@ def predict(body: list, launch: Launch, shape: tuple[int, int, int], gpu, arch: 
 
     def played(resident: int) -> issue.LoopResult:
         """The loop's steady state with ``resident`` blocks an SM, from ``loops`` where kept."""
-        key = (*code, warps, resident, c, sharers)
+        key = (*code, warps, resident, c, sharers, by_warp)
         loop = loops.get(key) if loops is not None else None
         if loop is None:
-            loop = issue.simulate(body, warps, resident, c, l1_cycles=l1_cycles, sharers=sharers)
+            loop = issue.simulate(body, warps, resident, c, l1_cycles=l1_cycles, sharers=sharers,
+                                  paths=launch.paths)
             if loops is not None:
                 loops[key] = loop
         return loop
@@ -210,32 +221,43 @@ NEST_MAX = 16  # the most passes per entry of an inner loop played inside the lo
 AROUND = issue.SHARED | issue.GLOBAL | {"BAR"}  # what the loop around must hold to be played
 
 
-def played_loop(instrs: list, params: dict[int, int] | None = None) -> tuple[list, list, float | None]:
+def played_loop(instrs: list, params: dict[int, int] | None = None,
+                warps: int = 1) -> tuple[list, list, float | None, tuple | None]:
     """(the loop the simulation plays, the cycles each of its instructions holds the L1 / shared-
     memory unit as :func:`main_loop_of` gives them, the passes one block runs of it: None where
-    the SASS does not tell). That is the main loop (:func:`study.toolchain.sass.main_loop`), except
-    where the compiler left a short loop over a tile's k rolled inside the loop over tiles: when the
-    main loop runs at most :data:`NEST_MAX` passes per entry (its compare, played for the kernel's
-    arguments ``params``: :mod:`study.toolchain.trips`) and the shortest loop around it holds the
-    tile's copies or barriers (:data:`AROUND`), the loop around is played, the main loop written
-    out in it as many times as it runs. A waterfall loop inside (:mod:`study.toolchain.waterfall`)
-    is written out as many times as it turns."""
+    the SASS does not tell, each of the block's first ``warps`` warps' (loop, cycles) where their
+    passes differ: else None). That is the main loop (:func:`study.toolchain.sass.main_loop`),
+    except where the compiler left a short loop over a tile's k rolled inside the loop over tiles:
+    when the main loop runs at most :data:`NEST_MAX` passes per entry (its compare, played for the
+    kernel's arguments ``params``: :mod:`study.toolchain.trips`) and the shortest loop around it
+    holds the tile's copies or barriers (:data:`AROUND`), the loop around is played. Each warp's
+    pass is its own walk through the loop (:mod:`study.toolchain.paths`: the branches it is known
+    to take followed, its inner loops written out as many times as they run); where a walk is not
+    known, the loop's instructions in address order, the main loop written out in the loop around
+    as many times as it runs. A waterfall loop inside (:mod:`study.toolchain.waterfall`) is
+    written out as many times as it turns. Warps whose passes hold different numbers of barriers
+    (which meet by their rank) all play warp 0's."""
     body = sass.main_loop(instrs)
     passes = trips.loop_trips(instrs, body, params) if body else None
+    region, flat = body, body
     outer = _around(instrs, body)
     if outer and passes is not None and float(passes).is_integer() and 2 <= passes <= NEST_MAX:
         i0 = outer.index(body[0])
         i1 = i0 + len(body)
         if any(i.base in AROUND for i in outer[:i0] + outer[i1:]):
-            cycles = l1.l1_cycles(instrs, outer, params)
-            n = int(passes)
-            played, each = waterfall.expand(outer[:i0] + body * n + outer[i1:],
-                                            cycles[:i0] + cycles[i0:i1] * n + cycles[i1:],
-                                            waterfall.turns(instrs, outer, params))
-            return played, each, trips.loop_trips(instrs, outer, params)
-    played, each = waterfall.expand(body, l1.l1_cycles(instrs, body, params),
-                                    waterfall.turns(instrs, body, params))
-    return played, each, passes
+            region, flat = outer, outer[:i0] + body * int(passes) + outer[i1:]
+            passes = trips.loop_trips(instrs, outer, params)
+    if not region:
+        return [], [], passes, None
+    cycles = dict(zip((i.addr for i in region), l1.l1_cycles(instrs, region, params)))
+    turns = waterfall.turns(instrs, region, params)
+    walks = paths.passes_of(instrs, region, params, warps, NEST_MAX) or [flat]
+    each = [waterfall.expand(w, [cycles[i.addr] for i in w], turns) for w in walks]
+    differ = any([i.addr for i in b] != [i.addr for i in each[0][0]] for b, _ in each[1:])
+    # the warps' barriers meet by their rank in the pass: passes that hold different numbers of
+    # them are not played apart (every warp plays warp 0's)
+    differ = differ and len({sum(i.base == "BAR" for i in b) for b, _ in each}) == 1
+    return (*each[0], passes, tuple((tuple(b), tuple(c)) for b, c in each) if differ else None)
 
 
 def _around(instrs: list, body: list) -> list:

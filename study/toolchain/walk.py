@@ -30,13 +30,13 @@ def path(instrs: Sequence[Instr], state, loop: Sequence[Instr]) -> Iterator[Inst
             return
         yield ins
         target = branch_target(ins) if ins.base == "BRA" and ins.addr < start else None
-        if target is not None and ins.addr < target <= start and target in at and _taken(state, ins):
+        if target is not None and ins.addr < target <= start and target in at and taken(state, ins):
             i = at[target]
             continue
         i += 1
 
 
-def _taken(state, ins: Instr) -> bool:
+def taken(state, ins: Instr) -> bool:
     """Whether a branch is taken by every running lane (False where any lane is not known to)."""
     if not ins.pred:
         return True
