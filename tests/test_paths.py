@@ -52,6 +52,16 @@ def test_a_branch_whose_lanes_disagree_falls_through():
     assert [addrs(p) for p in each] == [[0x30, 0x40, 0x50, 0x60, 0x80, 0x90], [0x30, 0x70, 0x80, 0x90]]
 
 
+def test_a_branch_on_a_second_predicate_is_followed_where_both_hold():
+    """``@P0 BRA P3, target``: warps 2 and 3 hold P0; they branch where P3 is known to hold too,
+    and fall through where it is not known."""
+    prog = halves(63)
+    prog[3] = at(0x30, "BRA", "PT, 0x70", "@P0")
+    assert addrs(paths.passes_of(prog, prog[3:], None, 4)[2]) == [0x30, 0x70, 0x80, 0x90]
+    prog[3] = at(0x30, "BRA", "P3, 0x70", "@P0")
+    assert addrs(paths.passes_of(prog, prog[3:], None, 4)[2]) == [0x30, 0x40, 0x50, 0x60, 0x80, 0x90]
+
+
 def test_passes_with_different_numbers_of_barriers_are_not_played_apart():
     """The warps' barriers meet by their rank in the pass: where the halves' passes hold as many,
     each warp plays its own; where one holds a barrier more, every warp plays warp 0's."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from study.toolchain import lanes, trips, walk, waterfall
-from study.toolchain.sass import Instr, branch_target, find_loops
+from study.toolchain.sass import Instr, branch_target, find_loops, split_operands
 
 
 def pass_of(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int] | None,
@@ -69,13 +69,25 @@ def pass_of(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, in
             if ins.pred != "@!PT":
                 lanes.step(state, ins)
             to = branch_target(ins) if ins.base == "BRA" else None
-            if to is not None and ins.addr < to and to in at and at[to] <= e1 and walk.taken(state, ins):
+            if to is not None and ins.addr < to and to in at and at[to] <= e1 and _taken(state, ins):
                 i = at[to]
                 continue
             i += 1
         return out
 
     return played(s, e)
+
+
+def _taken(state: lanes.Lanes, ins: Instr) -> bool:
+    """Whether every running lane takes the branch ``ins``: its guard (:func:`walk.taken`) and,
+    where it names one (``@P0 BRA P2, 0x…``), its predicate operand, both known to hold."""
+    ops = [o.strip() for o in split_operands(ins.operands)]
+    cond = next((o for o in ops if o.lstrip("!").startswith("P")), None)
+    if cond is not None:
+        p = state.pred(cond)
+        if p is None or not all(v for v, a in zip(p, state.active) if a):
+            return False
+    return walk.taken(state, ins)
 
 
 def passes_of(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int] | None,
