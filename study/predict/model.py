@@ -4,7 +4,8 @@ at the GPU's clock; DRAM as a floor.
 
 * Residency: blocks per SM from the cubin's registers and shared memory, the threads per block
   and the arch table (:mod:`study.toolchain.occupancy`); of each block, the warps that own outputs
-  and reach the main loop play it (:func:`with_loop_warps`).
+  and reach the main loop play it (:func:`with_loop_warps`), each its own pass where the warps'
+  passes differ (:func:`played_loop`).
 * Trip count: the passes the loop's own compare allows (``Launch.passes``, read from the SASS
   by :mod:`study.toolchain.trips` for the kernel's arguments), where it tells and the grid is not
   balanced; else the multiply-adds of the C the grid's tiles cover (a tile past the edge of C
