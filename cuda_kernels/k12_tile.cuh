@@ -16,7 +16,8 @@
 //  - a phase's copies are spread over its first COPY_STEPS k-steps.
 // Tile, thread tile, warp grid and lane map as K10/K11 (lanes n and n^1 read the same A words,
 // n and n^2 the same B words: conflict-free LDS.128). Parameters (-D overrides): K12_BM, K12_BN,
-// K12_BK, K12_TM, K12_TN, K12_WARPS_M, K12_WARPS_N, K12_PAD, K12_COPY_STEPS, K12_B_VEC, K12_MAXNREG.
+// K12_BK, K12_TM, K12_TN, K12_WARPS_M, K12_WARPS_N, K12_PAD, K12_COPY_STEPS, K12_B_VEC, K12_MAXNREG,
+// K12_FMA_ORDER.
 // Default: the fastest variant of `python -m study.sweep_cuda --kernel K12` at 4096^3 over tile,
 // thread tile, warp grid, BK and COPY_STEPS (docs/notes/k12.md): 128 x 256 x 16, 16 x 8 outputs
 // per thread, 2 x 4 warps, copies over the first 4 k-steps.
@@ -59,6 +60,13 @@
 #ifndef K12_MAXNREG
 #define K12_MAXNREG 0                   // registers a thread may use; 0: as many as one block an SM allows
 #endif
+// The order of a k-step's TM x TN FFMAs as the source states them: 0 row by row, 1 column by
+// column, 2 row by row turning back at each row's end, 3 column by column turning back likewise.
+// ptxas keeps much of it, and it sets which consecutive FFMAs read a register in the same operand
+// slot (served by the reuse cache, not the register banks) and which registers ptxas assigns.
+#ifndef K12_FMA_ORDER
+#define K12_FMA_ORDER 0
+#endif
 
 #define K12_THREADS (K12_WARPS_M * K12_WARPS_N * 32)
 #define K12_WM (K12_BM / K12_WARPS_M)   // rows of a warp tile
@@ -96,6 +104,7 @@ static_assert((K12_THREADS % (K12_BN / K12_B_VEC) == 0 || (K12_BN / K12_B_VEC) %
                   K12_B_COPIES >= 1 && K12_B_COPIES * K12_THREADS * K12_B_VEC == K12_BK * K12_BN,
               "B tile splits evenly into copies");
 static_assert(K12_COPY_STEPS >= 1 && K12_COPY_STEPS < K12_BK, "copies issued before the last k-step");
+static_assert(K12_FMA_ORDER >= 0 && K12_FMA_ORDER <= 3, "FMA orders 0 .. 3");
 static_assert(K12_STRIDE >= K12_A_BYTES && K12_STRIDE >= K12_B_BYTES && K12_STRIDE <= 32768 &&
                   (K12_STRIDE & (K12_STRIDE - 1)) == 0, "a power-of-two stride holds a stage of A and of B");
 static_assert(K12_SMEM_BYTES <= 227 * 1024, "the stages fit in shared memory");
@@ -108,6 +117,18 @@ static_assert(K12_SMEM_BYTES <= 227 * 1024, "the stages fit in shared memory");
 #else
 #define K12_BOUNDS __launch_bounds__(K12_THREADS, 1)
 #endif
+
+// The row and column of a k-step's x-th FFMA (K12_FMA_ORDER).
+__device__ __forceinline__ constexpr int k12_fma_row(int x) {
+    return K12_FMA_ORDER == 0 || K12_FMA_ORDER == 2 ? x / K12_TN
+           : K12_FMA_ORDER == 1 || (x / K12_TM) % 2 == 0 ? x % K12_TM
+                                                          : K12_TM - 1 - x % K12_TM;
+}
+__device__ __forceinline__ constexpr int k12_fma_col(int x) {
+    return K12_FMA_ORDER == 1 || K12_FMA_ORDER == 3 ? x / K12_TM
+           : K12_FMA_ORDER == 0 || (x / K12_TN) % 2 == 0 ? x % K12_TN
+                                                          : K12_TN - 1 - x % K12_TN;
+}
 
 // 32-bit shared-window address of a generic pointer into shared memory.
 __device__ __forceinline__ uint32_t k12_saddr(const void *p) {
@@ -242,9 +263,10 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
     };
     auto fma_step = [&](int buf) {
 #pragma unroll
-        for (int r = 0; r < K12_TM; ++r)
-#pragma unroll
-            for (int c = 0; c < K12_TN; ++c) acc[r][c] += fa[buf][r] * fb[buf][c];
+        for (int x = 0; x < K12_TM * K12_TN; ++x) {
+            const int r = k12_fma_row(x), c = k12_fma_col(x);
+            acc[r][c] += fa[buf][r] * fb[buf][c];
+        }
     };
 
     // Phase 0 into stage 0.

@@ -40,7 +40,7 @@ def test_a_kernel_that_runs_another_tile_takes_its_parameters():
     k15, k12 = kernels.get("K15"), kernels.get("K12")
     assert sweep_cuda.prefix(k15) == "K12" and sweep_cuda.prefix(k12) == "K12"
     assert sweep_cuda.parameters(k15) == sweep_cuda.parameters(k12)
-    assert {"COPY_STEPS", "B_VEC", "MAXNREG"} <= set(sweep_cuda.parameters(k15))
+    assert {"COPY_STEPS", "B_VEC", "MAXNREG", "FMA_ORDER"} <= set(sweep_cuda.parameters(k15))
     assert sweep_cuda.defines(k15, {"BK": 8}) == {"K12_BK": 8}
     values = sweep_cuda.space(k15, smem_limit=227 * 1024, only=("BK",))[0]
     assert sweep_cuda.smem_bytes(k15, values) == 6 * 16384  # as K12's default (below)
@@ -60,6 +60,16 @@ def test_only_varies_the_parameters_it_names():
         sweep_cuda.space(k12, smem_limit=227 * 1024, only=("STAGES",))
 
 
+def test_the_order_of_the_ffmas_is_searched_where_only_names_it():
+    """Four orders of a k-step's FFMAs (K12_FMA_ORDER), the file's own (0) first, the rest of the
+    tile at its defaults; a search that does not name it keeps the file's order."""
+    k15 = kernels.get("K15")
+    space = sweep_cuda.space(k15, smem_limit=227 * 1024, only=("FMA_ORDER",))
+    assert [v["FMA_ORDER"] for v in space] == [0, 1, 2, 3]
+    assert sweep_cuda.defines(k15, space[2])["K12_FMA_ORDER"] == 2
+    assert {v["FMA_ORDER"] for v in sweep_cuda.space(k15, smem_limit=227 * 1024, only=("BK",))} == {0}
+
+
 def test_k12_space_searches_where_the_copies_sit():
     k = kernels.get("K12")
     space = sweep_cuda.space(k, smem_limit=227 * 1024)
@@ -67,8 +77,8 @@ def test_k12_space_searches_where_the_copies_sit():
     assert len(keys) == len(set(keys))
     assert {v["COPY_STEPS"] for v in space} == {1, 2, 4}
     assert {v["BK"] for v in space} == {8, 16}
-    # the copy width and the register budget only where --only names them
-    assert {(v["B_VEC"], v["MAXNREG"]) for v in space} == {(1, 0)}
+    # the copy width, the register budget and the FFMAs' order only where --only names them
+    assert {(v["B_VEC"], v["MAXNREG"], v["FMA_ORDER"]) for v in space} == {(1, 0, 0)}
     for v in space:
         assert 32 * v["WARPS_M"] * v["WARPS_N"] in (128, 256)
         assert sweep_cuda.lane_map_ok(v["BM"], v["BN"], v["TM"], v["TN"], v["WARPS_M"], v["WARPS_N"])

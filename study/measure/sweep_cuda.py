@@ -36,7 +36,8 @@ from study.measure.sweep import SweepBench, ranked
 from study.rundata import rundir
 from study.rundata.rundir import RunDir
 
-PARAMS = ("BM", "BN", "BK", "TM", "TN", "WARPS_M", "WARPS_N", "STAGES", "COPY_STEPS", "B_VEC", "MAXNREG")
+PARAMS = ("BM", "BN", "BK", "TM", "TN", "WARPS_M", "WARPS_N", "STAGES", "COPY_STEPS", "B_VEC", "MAXNREG",
+          "FMA_ORDER")
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256))
 THREAD_TILES = ((16, 8), (8, 16), (8, 8))  # TM x TN outputs per thread
 WARP_GRIDS = ((4, 2), (2, 4), (2, 2), (4, 1), (1, 4), (8, 1), (1, 8))  # warps down x across
@@ -45,9 +46,11 @@ STAGES = (2, 3, 4)
 COPY_STEPS = (1, 2, 4)  # k-steps of a phase that issue its asynchronous copies (K12)
 B_VEC = (1, 4)  # floats of B one copy moves (K12's tile)
 MAXNREG = (0, 224, 232, 240, 248)  # registers a thread may use (0: what one block an SM allows)
+FMA_ORDER = (0, 1, 2, 3)  # the order of a k-step's FFMAs in the source (K12's tile)
 # searched where the .cu leaves them open; those of EXPLICIT only where --only names them
-OPTIONAL = {"STAGES": STAGES, "COPY_STEPS": COPY_STEPS, "B_VEC": B_VEC, "MAXNREG": MAXNREG}
-EXPLICIT = ("B_VEC", "MAXNREG")
+OPTIONAL = {"STAGES": STAGES, "COPY_STEPS": COPY_STEPS, "B_VEC": B_VEC, "MAXNREG": MAXNREG,
+            "FMA_ORDER": FMA_ORDER}
+EXPLICIT = ("B_VEC", "MAXNREG", "FMA_ORDER")
 THREADS = (128, 256)
 CHECK_SHAPE = (67, 132, 100)  # odd M, partial tiles everywhere; N, K multiples of 4
 COLUMNS = ["round", "kernel", *PARAMS, "threads", "smem", "status", "regs", "spills", "ms",
