@@ -20,7 +20,8 @@
 // K12_FMA_ORDER.
 // Default: the fastest variant of `python -m study.sweep_cuda --kernel K12` at 4096^3 over tile,
 // thread tile, warp grid, BK and COPY_STEPS (docs/notes/k12.md): 128 x 256 x 16, 16 x 8 outputs
-// per thread, 2 x 4 warps, copies over the first 4 k-steps.
+// per thread, 2 x 4 warps, copies over the first 4 k-steps; and of `--only FMA_ORDER` (for K15,
+// docs/notes/k15.md), the FFMAs row by row turning back at each row's end.
 #pragma once
 
 #include "common.cuh"
@@ -64,8 +65,9 @@
 // column, 2 row by row turning back at each row's end, 3 column by column turning back likewise.
 // ptxas keeps much of it, and it sets which consecutive FFMAs read a register in the same operand
 // slot (served by the reuse cache, not the register banks) and which registers ptxas assigns.
+// Turning back at a row's end, a row's last FFMA and the next row's first read the same B value.
 #ifndef K12_FMA_ORDER
-#define K12_FMA_ORDER 0
+#define K12_FMA_ORDER 2
 #endif
 
 #define K12_THREADS (K12_WARPS_M * K12_WARPS_N * 32)

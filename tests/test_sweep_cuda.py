@@ -61,13 +61,13 @@ def test_only_varies_the_parameters_it_names():
 
 
 def test_the_order_of_the_ffmas_is_searched_where_only_names_it():
-    """Four orders of a k-step's FFMAs (K12_FMA_ORDER), the file's own (0) first, the rest of the
-    tile at its defaults; a search that does not name it keeps the file's order."""
+    """Four orders of a k-step's FFMAs (K12_FMA_ORDER), the file's own (2, rows turning back) first,
+    the rest of the tile at its defaults; a search that does not name it keeps the file's order."""
     k15 = kernels.get("K15")
     space = sweep_cuda.space(k15, smem_limit=227 * 1024, only=("FMA_ORDER",))
-    assert [v["FMA_ORDER"] for v in space] == [0, 1, 2, 3]
-    assert sweep_cuda.defines(k15, space[2])["K12_FMA_ORDER"] == 2
-    assert {v["FMA_ORDER"] for v in sweep_cuda.space(k15, smem_limit=227 * 1024, only=("BK",))} == {0}
+    assert [v["FMA_ORDER"] for v in space] == [2, 0, 1, 3]
+    assert sweep_cuda.defines(k15, space[1])["K12_FMA_ORDER"] == 0
+    assert {v["FMA_ORDER"] for v in sweep_cuda.space(k15, smem_limit=227 * 1024, only=("BK",))} == {2}
 
 
 def test_k12_space_searches_where_the_copies_sit():
@@ -78,7 +78,7 @@ def test_k12_space_searches_where_the_copies_sit():
     assert {v["COPY_STEPS"] for v in space} == {1, 2, 4}
     assert {v["BK"] for v in space} == {8, 16}
     # the copy width, the register budget and the FFMAs' order only where --only names them
-    assert {(v["B_VEC"], v["MAXNREG"], v["FMA_ORDER"]) for v in space} == {(1, 0, 0)}
+    assert {(v["B_VEC"], v["MAXNREG"], v["FMA_ORDER"]) for v in space} == {(1, 0, 2)}
     for v in space:
         assert 32 * v["WARPS_M"] * v["WARPS_N"] in (128, 256)
         assert sweep_cuda.lane_map_ok(v["BM"], v["BN"], v["TM"], v["TN"], v["WARPS_M"], v["WARPS_N"])
