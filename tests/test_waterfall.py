@@ -46,6 +46,13 @@ def test_a_waterfall_loop_turns_once_per_lane_that_enters_it():
     assert cycles[1:6] == cycles[6:11] == [1, 2, 3, 4, 5]  # each turn keeps its instructions' cycles
 
 
+def test_a_waterfall_loop_on_its_own_is_told_apart_from_the_loop_around_it():
+    prog = program(8)
+    assert waterfall.is_waterfall(prog[4:9])  # the ELECT .. BRA.U.ANY
+    assert not waterfall.is_waterfall(prog[3:])  # the main loop holding it
+    assert not waterfall.is_waterfall(program(8, compare=True)[4:9])
+
+
 def test_a_loop_that_compares_values_is_left_as_it_is():
     """A compare in the loop may retire several lanes a turn: no rule for it, one turn played."""
     prog = program(32, compare=True)

@@ -332,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target-s", type=float, default=0.1, help="timed seconds per variant")
     p.add_argument("--top", type=int, default=6, help="fastest variants re-timed in round 2")
     p.add_argument("--only", help="vary just these parameters, comma-separated (TILE for the block "
-                   "and thread tiles and the warp grid; B_VEC, MAXNREG and FMA_ORDER are varied only when named)")
+                   "and thread tiles and the warp grid; B_VEC, MAXNREG and FMA_ORDER are varied only "
+                   "when named)")
 
     def body() -> int:
         args = p.parse_args(argv)

@@ -15,7 +15,8 @@ the loop
   caller to write out per lane; an inner loop whose passes are not known leaves the pass not known
   (``None``).
 
-:func:`passes_of` does so for each warp of a block and says where the warps' passes differ.
+:func:`passes_of` does so for each warp of a block (:func:`study.predict.model.played_loop` plays
+each warp's own where they differ).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def pass_of(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, in
 
     def passes(s2: int, e2: int) -> int | None:
         code = list(instrs[s2 : e2 + 1])
-        if waterfall.segments(code + [code[0]]):  # a waterfall loop: once, turned by the caller
+        if waterfall.is_waterfall(code):  # once: the caller turns it
             return 1
         n = trips.loop_trips(instrs, code, params)
         return int(n) if n is not None and float(n).is_integer() and 1 <= n <= most else None
@@ -54,7 +55,7 @@ def pass_of(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, in
         out: list[Instr] = []
         i = s1
         while i <= e1:
-            nested = [se for se in inner if se[0] == i and se != (s1, e1) and s1 <= se[0] and se[1] <= e1]
+            nested = [se for se in inner if se[0] == i and se[1] <= e1 and se != (s1, e1)]
             if nested:
                 s2, e2 = max(nested, key=lambda se: se[1])
                 n = passes(s2, e2)

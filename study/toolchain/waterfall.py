@@ -41,6 +41,13 @@ def segments(loop: Sequence[Instr]) -> list[tuple[int, int]]:
     return out
 
 
+def is_waterfall(code: Sequence[Instr]) -> bool:
+    """Whether the loop ``code`` (its back edge last) is itself a waterfall loop: :func:`segments`
+    of it, its first instruction written again after the back edge (which :func:`segments` looks
+    for before the loop's last instruction), finds one loop spanning the whole of it."""
+    return bool(code) and segments([*code, code[0]]) == [(0, len(code) - 1)]
+
+
 def turns(instrs: Sequence[Instr], loop: Sequence[Instr], params: dict[int, int] | None) -> dict[int, int]:
     """By the address of its ELECT: how many lanes of warp 0 enter each waterfall loop of
     ``loop``, where the lanes interpreter knows it: its running lanes there, less those its guard
