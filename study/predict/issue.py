@@ -283,9 +283,11 @@ class _Sim:
                  paths=None):
         self.c, self.warps_per_block = c, warps_per_block
         self.sharers = sharers
-        main = _Code(body, c, l1_cycles)
-        # the warps of a block whose pass is other code (``paths``: (body, l1_cycles) per warp)
-        codes = [_Code(b, c, cy) for b, cy in paths] if paths else [main] * warps_per_block
+        # each warp's code: its own pass where ``paths`` gives one per warp, else the one loop
+        if paths:
+            codes = [_Code(b, c, cy) for b, cy in paths]
+        else:
+            codes = [_Code(body, c, l1_cycles)] * warps_per_block
         if len(codes) != warps_per_block:
             raise ValueError("paths needs one (body, l1_cycles) per warp of a block")
         self.warps = [_Warp(block=b, scheduler=(b * warps_per_block + w) % schedulers, code=codes[w])
