@@ -17,7 +17,7 @@
 // Tile, thread tile, warp grid and lane map as K10/K11 (lanes n and n^1 read the same A words,
 // n and n^2 the same B words: conflict-free LDS.128). Parameters (-D overrides): K12_BM, K12_BN,
 // K12_BK, K12_TM, K12_TN, K12_WARPS_M, K12_WARPS_N, K12_PAD, K12_COPY_STEPS, K12_B_VEC, K12_MAXNREG,
-// K12_FMA_ORDER.
+// K12_FMA_ORDER, K12_A_KL, K12_COPY_ADDR.
 // Default: the fastest variant of `python -m study.sweep_cuda --kernel K12` at 4096^3 over tile,
 // thread tile, warp grid, BK and COPY_STEPS (docs/notes/k12.md): 128 x 256 x 16, 16 x 8 outputs
 // per thread, 2 x 4 warps, copies over the first 4 k-steps; and of `--only FMA_ORDER` (for K15,
@@ -70,6 +70,20 @@
 #define K12_FMA_ORDER 2
 #endif
 
+// How a main-loop copy finds its source. 0: each copy keeps a pointer and every pointer is advanced
+// by a phase's k at the phase's end; ptxas adds a 64-bit pointer as two 32-bit halves it keeps in
+// registers that are not a pair, and pairs them with two moves before each LDGSTS. 1: each copy
+// keeps its source at k = 0 and the phase's k is added at the copy, one mad.wide.u32 (IMAD.WIDE,
+// whose result is a register pair) per copy, with one register of k advanced per phase.
+// Lanes along k of A's copies: a thread copies k = q, q + A_KL, ... (BK / A_KL values) of each of
+// its rows, so its copies of one row share a source pointer and differ by constants. 0 (the
+// default) means BK: one value of k in each of A_COPIES rows, a pointer a copy.
+#ifndef K12_A_KL
+#define K12_A_KL 0
+#endif
+#ifndef K12_COPY_ADDR
+#define K12_COPY_ADDR 0
+#endif
 #define K12_THREADS (K12_WARPS_M * K12_WARPS_N * 32)
 #define K12_WM (K12_BM / K12_WARPS_M)   // rows of a warp tile
 #define K12_WN (K12_BN / K12_WARPS_N)   // columns of a warp tile
@@ -77,6 +91,9 @@
 #define K12_LN (K12_WN / K12_TN)        // lane columns
 #define K12_AS_LD (K12_BM + K12_PAD)    // As row length (floats)
 #define K12_A_COPIES (K12_BM * K12_BK / K12_THREADS)  // 4-byte copies of A per thread per phase
+#define K12_A_LANES (K12_A_KL ? K12_A_KL : K12_BK)     // lanes along k of A's copies
+#define K12_A_KJ (K12_BK / K12_A_LANES)                // values of k a thread copies from a row
+#define K12_A_ROWS (K12_A_COPIES / K12_A_KJ)            // rows of A a thread copies from
 #define K12_B_COPIES (K12_BK * K12_BN / (K12_THREADS * K12_B_VEC))  // copies of B per thread per phase
 #define K12_A_BYTES (K12_BK * K12_AS_LD * 4)          // one stage of A
 #define K12_B_BYTES (K12_BK * K12_BN * 4)             // one stage of B
@@ -99,7 +116,8 @@ static_assert(K12_LM >= 2 && K12_LN >= 2 && (K12_LN & (K12_LN - 1)) == 0,
               "the lane map needs power-of-two lane rows and columns, at least 2 of each");
 static_assert(K12_BK >= 2 && K12_PAD % 4 == 0, "BK >= 2, float4 rows");
 static_assert(K12_THREADS % K12_BK == 0 && K12_A_COPIES >= 1 &&
-              K12_A_COPIES * K12_THREADS == K12_BM * K12_BK,
+              K12_A_COPIES * K12_THREADS == K12_BM * K12_BK && K12_BK % K12_A_LANES == 0 &&
+              K12_A_COPIES % K12_A_KJ == 0,
               "A tile splits evenly into 4-byte copies, each thread on one column of it");
 static_assert((K12_B_VEC == 1 || K12_B_VEC == 4) && K12_BN % K12_B_VEC == 0, "B copies of 4 or 16 bytes");
 static_assert((K12_THREADS % (K12_BN / K12_B_VEC) == 0 || (K12_BN / K12_B_VEC) % K12_THREADS == 0) &&
@@ -107,6 +125,7 @@ static_assert((K12_THREADS % (K12_BN / K12_B_VEC) == 0 || (K12_BN / K12_B_VEC) %
               "B tile splits evenly into copies");
 static_assert(K12_COPY_STEPS >= 1 && K12_COPY_STEPS < K12_BK, "copies issued before the last k-step");
 static_assert(K12_FMA_ORDER >= 0 && K12_FMA_ORDER <= 3, "FMA orders 0 .. 3");
+static_assert(K12_COPY_ADDR == 0 || K12_COPY_ADDR == 1, "copy addressing 0 or 1");
 static_assert(K12_STRIDE >= K12_A_BYTES && K12_STRIDE >= K12_B_BYTES && K12_STRIDE <= 32768 &&
                   (K12_STRIDE & (K12_STRIDE - 1)) == 0, "a power-of-two stride holds a stage of A and of B");
 static_assert(K12_SMEM_BYTES <= 227 * 1024, "the stages fit in shared memory");
@@ -148,6 +167,12 @@ __device__ __forceinline__ void k12_copy(uint32_t dst, const float *src, bool in
     if constexpr (V == 4) k12_copy16(dst, src, in ? 16 : 0);
     else k12_copy4(dst, src, in ? 4 : 0);
 }
+// base + a * b bytes, a and b unsigned 32-bit, as one mad.wide.u32 (exact: the product is 64-bit).
+__device__ __forceinline__ const float *k12_at(const float *base, uint32_t a, uint32_t b) {
+    const float *p;
+    asm("mad.wide.u32 %0, %1, %2, %3;\n" : "=l"(p) : "r"(a), "r"(b), "l"(base));
+    return p;
+}
 __device__ __forceinline__ void k12_copies_landed() {
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
@@ -183,10 +208,13 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
     uint32_t a_lds = a_stage0 + 4 * tm;
     uint32_t b_lds = b_stage0 + 4 * tn;
 
-    // Copy c of A: element tid + THREADS * c of the BM x BK tile, i.e. row a_m + A_ROW_STEP * c,
-    // column a_k; into As[a_k][row].
-    constexpr int A_ROW_STEP = K12_THREADS / K12_BK;
-    const int a_m = tid / K12_BK, a_k = tid % K12_BK;
+    // Copy c of A: row a_m + A_ROW_STEP * (c / A_KJ) of the BM x BK tile, column a_k + A_LANES *
+    // (c % A_KJ); into As[column][row], a_dst(c) bytes from a_sts.
+    constexpr int A_ROW_STEP = K12_THREADS / K12_A_LANES;
+    const int a_m = tid / K12_A_LANES, a_k = tid % K12_A_LANES;
+    auto a_dst = [](int c) {
+        return 4 * (K12_A_LANES * (c % K12_A_KJ) * K12_AS_LD + A_ROW_STEP * (c / K12_A_KJ));
+    };
     uint32_t a_sts = a_stage0 + 4 * (a_k * K12_AS_LD + a_m);
     // Copy c of B: V = B_VEC floats, group tid + THREADS * c of the BK x BN / V groups of the
     // tile: row b_k + b_row(c), columns from b_n + b_col(c); into Bs[row][column].
@@ -208,27 +236,43 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
     // in every wave (docs/notes/predict.md, "Where K12's time goes at 4097³").
     const int phases = (K + K12_BK - 1) / K12_BK;
     const int k_first = K - K12_BK * (phases - 1);  // values of k in phase 0
-    const float *a_src[K12_A_COPIES], *b_src[B_PER_ROW];
+    const float *a_src[K12_A_ROWS], *b_src[B_PER_ROW];
 #pragma unroll
-    for (int c = 0; c < K12_A_COPIES; ++c)
-        a_src[c] = A + (size_t)min(row0 + a_m + A_ROW_STEP * c, M - 1) * lda + a_k;
+    for (int g = 0; g < K12_A_ROWS; ++g)
+        a_src[g] = A + (size_t)min(row0 + a_m + A_ROW_STEP * g, M - 1) * lda + a_k;
 #pragma unroll
     for (int c = 0; c < B_PER_ROW; ++c) {
         const int col = col0 + b_n + b_col(c);
         b_src[c] = B + (size_t)b_k * N + (col < N ? col : col >= K12_BN ? col - K12_BN : N - V);
     }
     const size_t b_row_step = (size_t)N;
+    // K12_COPY_ADDR 1: k_bytes is 4 times the k the copies have reached (a_src and b_src stay at
+    // k = 0); with at most 4 copies of B a thread, each keeps its own row's source (b_at).
+    constexpr int B_OWN = K12_COPY_ADDR == 1 && K12_B_COPIES <= 4 ? K12_B_COPIES : 1;
+    uint32_t k_bytes = 0;
+    const float *b_at[B_OWN];
+#pragma unroll
+    for (int c = 0; c < B_OWN; ++c) b_at[c] = b_src[c % B_PER_ROW] + b_row(c) * b_row_step;
+    auto a_from = [&](int c) {
+        const float *row = a_src[c / K12_A_KJ];
+        return (K12_COPY_ADDR ? k12_at(row, k_bytes, 1) : row) + K12_A_LANES * (c % K12_A_KJ);
+    };
+    auto b_from = [&](int c) {
+        const int r = b_row(c);
+        if constexpr (K12_COPY_ADDR == 0) return b_src[c % B_PER_ROW] + r * b_row_step;
+        else if constexpr (B_OWN > 1) return k12_at(b_at[c], k_bytes, (uint32_t)N);
+        else return k12_at(b_src[c % B_PER_ROW], k_bytes + 4 * r, (uint32_t)N);
+    };
 
     // The copies of k-step slot `slot` of a whole phase.
     auto issue = [&](int slot) {
 #pragma unroll
         for (int c = 0; c < K12_A_COPIES; ++c)
-            if (c % K12_COPY_STEPS == slot) k12_copy4(a_sts + 4 * A_ROW_STEP * c, a_src[c], 4);
+            if (c % K12_COPY_STEPS == slot) k12_copy4(a_sts + a_dst(c), a_from(c), 4);
 #pragma unroll
         for (int c = 0; c < K12_B_COPIES; ++c) {
             if (c % K12_COPY_STEPS != slot) continue;
-            const int r = b_row(c);
-            k12_copy<V>(b_sts + 4 * (r * K12_BN + b_col(c)), b_src[c % B_PER_ROW] + r * b_row_step, true);
+            k12_copy<V>(b_sts + 4 * (b_row(c) * K12_BN + b_col(c)), b_from(c), true);
         }
     };
     // Phase 0's copies: k = a_k (A) or b_k + row (B) below k_first is copied, the rest is
@@ -236,8 +280,9 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
     auto issue_first = [&]() {
 #pragma unroll
         for (int c = 0; c < K12_A_COPIES; ++c) {
-            const bool in = a_k < k_first;
-            k12_copy4(a_sts + 4 * A_ROW_STEP * c, a_src[c] - (in ? 0 : a_k), in ? 4 : 0);
+            const int j = K12_A_LANES * (c % K12_A_KJ);
+            const bool in = a_k + j < k_first;
+            k12_copy4(a_sts + a_dst(c), a_src[c / K12_A_KJ] + (in ? j : -a_k), in ? 4 : 0);
         }
 #pragma unroll
         for (int c = 0; c < K12_B_COPIES; ++c) {
@@ -248,10 +293,14 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
         }
     };
     auto advance = [&](int dk) {
+        if constexpr (K12_COPY_ADDR == 1) {
+            k_bytes += 4 * dk;
+        } else {
 #pragma unroll
-        for (int c = 0; c < K12_A_COPIES; ++c) a_src[c] += dk;
+            for (int g = 0; g < K12_A_ROWS; ++g) a_src[g] += dk;
 #pragma unroll
-        for (int c = 0; c < B_PER_ROW; ++c) b_src[c] += dk * b_row_step;
+            for (int c = 0; c < B_PER_ROW; ++c) b_src[c] += dk * b_row_step;
+        }
     };
 
     float fa[2][K12_TM], fb[2][K12_TN];  // fragments: two k-steps' worth

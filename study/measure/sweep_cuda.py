@@ -37,7 +37,7 @@ from study.rundata import rundir
 from study.rundata.rundir import RunDir
 
 PARAMS = ("BM", "BN", "BK", "TM", "TN", "WARPS_M", "WARPS_N", "STAGES", "COPY_STEPS", "B_VEC", "MAXNREG",
-          "FMA_ORDER")
+          "FMA_ORDER", "PAD", "A_KL", "COPY_ADDR")
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256))
 THREAD_TILES = ((16, 8), (8, 16), (8, 8))  # TM x TN outputs per thread
 WARP_GRIDS = ((4, 2), (2, 4), (2, 2), (4, 1), (1, 4), (8, 1), (1, 8))  # warps down x across
@@ -47,10 +47,13 @@ COPY_STEPS = (1, 2, 4)  # k-steps of a phase that issue its asynchronous copies 
 B_VEC = (1, 4)  # floats of B one copy moves (K12's tile)
 MAXNREG = (0, 224, 232, 240, 248)  # registers a thread may use (0: what one block an SM allows)
 FMA_ORDER = (0, 1, 2, 3)  # the order of a k-step's FFMAs in the source (K12's tile)
+PAD = (4, 8)  # floats that pad a row of A's stage (K12's tile)
+A_KL = (0, 2, 4, 8)  # lanes along k of A's copies, 0: BK (K12's tile)
+COPY_ADDR = (0, 1)  # how a copy finds its source: its own pointer, or its base plus k (K12's tile)
 # searched where the .cu leaves them open; those of EXPLICIT only where --only names them
 OPTIONAL = {"STAGES": STAGES, "COPY_STEPS": COPY_STEPS, "B_VEC": B_VEC, "MAXNREG": MAXNREG,
-            "FMA_ORDER": FMA_ORDER}
-EXPLICIT = ("B_VEC", "MAXNREG", "FMA_ORDER")
+            "FMA_ORDER": FMA_ORDER, "PAD": PAD, "A_KL": A_KL, "COPY_ADDR": COPY_ADDR}
+EXPLICIT = ("B_VEC", "MAXNREG", "FMA_ORDER", "PAD", "A_KL", "COPY_ADDR")
 THREADS = (128, 256)
 CHECK_SHAPE = (67, 132, 100)  # odd M, partial tiles everywhere; N, K multiples of 4
 COLUMNS = ["round", "kernel", *PARAMS, "threads", "smem", "status", "regs", "spills", "ms",
@@ -332,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target-s", type=float, default=0.1, help="timed seconds per variant")
     p.add_argument("--top", type=int, default=6, help="fastest variants re-timed in round 2")
     p.add_argument("--only", help="vary just these parameters, comma-separated (TILE for the block "
-                   "and thread tiles and the warp grid; B_VEC, MAXNREG and FMA_ORDER are varied only "
+                   "and thread tiles and the warp grid; " + ", ".join(EXPLICIT) + " are varied only "
                    "when named)")
 
     def body() -> int:
