@@ -73,15 +73,16 @@ def test_the_order_of_the_ffmas_is_searched_where_only_names_it():
 def test_the_copies_of_a_are_searched_where_only_names_them():
     """A's copies (K12_A_KL lanes along k; the default, 0, means BK: each copy on its own row), how a
     copy finds its source (K12_COPY_ADDR) and A's row padding: 4 x 2 x 2 variants, the file's own
-    first; a search that does not name them keeps the file's, whatever BK it tries."""
-    k15 = kernels.get("K15")
-    space = sweep_cuda.space(k15, smem_limit=227 * 1024, only=("A_KL", "COPY_ADDR", "PAD"))
+    first (K12's: a copy a row, a pointer a copy); a search that does not name them keeps the
+    file's, whatever BK it tries."""
+    k12 = kernels.get("K12")
+    space = sweep_cuda.space(k12, smem_limit=227 * 1024, only=("A_KL", "COPY_ADDR", "PAD"))
     assert len(space) == 16
     assert (space[0]["A_KL"], space[0]["COPY_ADDR"], space[0]["PAD"]) == (0, 0, 4)
     assert {(v["A_KL"], v["COPY_ADDR"], v["PAD"]) for v in space} == {
         (kl, ca, pad) for kl in (0, 2, 4, 8) for ca in (0, 1) for pad in (4, 8)}
-    assert sweep_cuda.defines(k15, next(v for v in space if v["A_KL"] == 2))["K12_A_KL"] == 2
-    plain = sweep_cuda.space(k15, smem_limit=227 * 1024, only=("BK",))
+    assert sweep_cuda.defines(k12, next(v for v in space if v["A_KL"] == 2))["K12_A_KL"] == 2
+    plain = sweep_cuda.space(k12, smem_limit=227 * 1024, only=("BK",))
     assert {v["BK"] for v in plain} == {8, 16}
     assert {(v["A_KL"], v["COPY_ADDR"], v["PAD"]) for v in plain} == {(0, 0, 4)}
 
