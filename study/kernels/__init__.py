@@ -201,7 +201,7 @@ KERNELS: tuple[Kernel, ...] = (
     ),
     Kernel(
         "K15", "cuda", "K12's tile with B copied 16 bytes at a time (LDGSTS.128): a quarter of K12's copies "
-        "of B; A copied 2 values of k a row, each copy's source formed at the copy; N, K multiples of 4",
+        "of B; N, K multiples of 4",
         source="cuda_kernels/k15_wide_copies.cu",
         # K12's tile: per phase (BK = 16) 8 four-byte copies of A (transposed) and 4 sixteen-byte
         # copies of B per thread; per k-step 4 + 2 LDS.128 for 128 FMAs
