@@ -17,7 +17,7 @@
 // Tile, thread tile, warp grid and lane map as K10/K11 (lanes n and n^1 read the same A words,
 // n and n^2 the same B words: conflict-free LDS.128). Parameters (-D overrides): K12_BM, K12_BN,
 // K12_BK, K12_TM, K12_TN, K12_WARPS_M, K12_WARPS_N, K12_PAD, K12_COPY_STEPS, K12_B_VEC, K12_MAXNREG,
-// K12_FMA_ORDER, K12_A_KL, K12_COPY_ADDR.
+// K12_FMA_ORDER, K12_A_KL, K12_COPY_ADDR, K12_B_RUN.
 // Default: the fastest variant of `python -m study.sweep_cuda --kernel K12` at 4096^3 over tile,
 // thread tile, warp grid, BK and COPY_STEPS (docs/notes/k12.md): 128 x 256 x 16, 16 x 8 outputs
 // per thread, 2 x 4 warps, copies over the first 4 k-steps; and of `--only FMA_ORDER` (for K15,
@@ -85,6 +85,13 @@
 #ifndef K12_COPY_ADDR
 #define K12_COPY_ADDR 0
 #endif
+// A thread's copies of B along one row (B_RUN of them, BN / (B_VEC * B_RUN) lanes apart) share one
+// source pointer and differ by constants; a copy of a column past N is then zero-filled (the
+// LDGSTS's ignore-src predicate: it reads nothing), where the offsets cannot follow a read from a
+// tile width before. 0 (the default): BN / B_VEC / THREADS copies along a row, at least one.
+#ifndef K12_B_RUN
+#define K12_B_RUN 0
+#endif
 #define K12_THREADS (K12_WARPS_M * K12_WARPS_N * 32)
 #define K12_WM (K12_BM / K12_WARPS_M)   // rows of a warp tile
 #define K12_WN (K12_BN / K12_WARPS_N)   // columns of a warp tile
@@ -127,6 +134,10 @@ static_assert((K12_THREADS % (K12_BN / K12_B_VEC) == 0 || (K12_BN / K12_B_VEC) %
 static_assert(K12_COPY_STEPS >= 1 && K12_COPY_STEPS < K12_BK, "copies issued before the last k-step");
 static_assert(K12_FMA_ORDER >= 0 && K12_FMA_ORDER <= 3, "FMA orders 0 .. 3");
 static_assert(K12_COPY_ADDR == 0 || K12_COPY_ADDR == 1, "copy addressing 0 or 1");
+static_assert(K12_B_RUN == 0 || (K12_BN / K12_B_VEC % K12_B_RUN == 0 &&
+                                 K12_THREADS % (K12_BN / K12_B_VEC / K12_B_RUN) == 0 &&
+                                 K12_B_COPIES % K12_B_RUN == 0),
+              "B_RUN copies of a row split its BN / B_VEC copies evenly over whole lanes");
 static_assert(K12_STRIDE >= K12_A_BYTES && K12_STRIDE >= K12_B_BYTES && K12_STRIDE <= 32768 &&
                   (K12_STRIDE & (K12_STRIDE - 1)) == 0, "a power-of-two stride holds a stage of A and of B");
 static_assert(K12_SMEM_BYTES <= 227 * 1024, "the stages fit in shared memory");
@@ -189,18 +200,21 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
     // Copy c of B: V = B_VEC floats, group tid + THREADS * c of the BK x BN / V groups of the
     // tile: row b_k + b_row(c), columns from b_n + b_col(c); into Bs[row][column].
     constexpr int V = K12_B_VEC, BNV = K12_BN / K12_B_VEC;  // B's copies per row of the tile
-    constexpr int B_PER_ROW = BNV >= K12_THREADS ? BNV / K12_THREADS : 1;  // copies per row and thread
-    constexpr int B_ROW_STEP = BNV >= K12_THREADS ? 1 : K12_THREADS / BNV;
-    const int b_k = BNV >= K12_THREADS ? 0 : tid / BNV;
-    const int b_n = V * (BNV >= K12_THREADS ? tid : tid % BNV);
+    constexpr int B_PER_ROW = K12_B_RUN ? K12_B_RUN : BNV >= K12_THREADS ? BNV / K12_THREADS : 1;
+    constexpr int B_LANES = BNV / B_PER_ROW;  // threads along a row of the tile
+    constexpr int B_ROW_STEP = K12_THREADS / B_LANES;
+    constexpr bool B_ZFILL = K12_B_RUN > 0;
+    const int b_k = tid / B_LANES;
+    const int b_n = V * (tid % B_LANES);
     auto b_row = [](int c) { return (c / B_PER_ROW) * B_ROW_STEP; };
-    auto b_col = [](int c) { return V * (c % B_PER_ROW) * K12_THREADS; };
+    auto b_col = [](int c) { return V * (c % B_PER_ROW) * B_LANES; };
     uint32_t b_sts = b_stage0 + 4 * (b_k * K12_BN + b_n);
 
-    // Source pointers, one per copy of A and per column of B. A row past M reads row M - 1, and
+    // Source pointers, one per row of A and per column of B. A row past M reads row M - 1, and
     // a column past N the column a tile width before it (the last V columns where there is no
-    // tile before): every copy reads valid memory and is whole, so the main loop's copies carry
-    // no guard; what they bring only feeds outputs outside C, which are never stored. The
+    // tile before), or with B_RUN none (b_in): every copy reads valid memory or nothing and is
+    // whole, so the main loop's copies carry no guard; what they bring only feeds outputs outside
+    // C, which are never stored. The
     // columns keep a word each: clamped onto one column, a warp's copy of B would hand one word
     // to all its lanes in every pass of the last column's blocks, which slows them, and they are
     // in every wave (docs/notes/predict.md, "Where K12's time goes at 4097³").
@@ -210,15 +224,19 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
 #pragma unroll
     for (int g = 0; g < K12_A_ROWS; ++g)
         a_src[g] = A + (size_t)min(row0 + a_m + A_ROW_STEP * g, M - 1) * lda + a_k;
+    bool b_in[B_PER_ROW];
 #pragma unroll
     for (int c = 0; c < B_PER_ROW; ++c) {
         const int col = col0 + b_n + b_col(c);
-        b_src[c] = B + (size_t)b_k * N + (col < N ? col : col >= K12_BN ? col - K12_BN : N - V);
+        b_in[c] = !B_ZFILL || col < N;
+        b_src[c] = B + (size_t)b_k * N + (col < N || B_ZFILL ? col : col >= K12_BN ? col - K12_BN : N - V);
     }
+    // with B_RUN, every copy of a row from the first one's pointer
+    auto b_base = [&](int c) { return B_ZFILL ? b_src[0] + b_col(c) : b_src[c % B_PER_ROW]; };
     const size_t b_row_step = (size_t)N;
     // K12_COPY_ADDR 1: k_bytes is 4 times the k the copies have reached (a_src and b_src stay at
     // k = 0); with at most 4 copies of B a thread, each keeps its own row's source (b_at).
-    constexpr int B_OWN = K12_COPY_ADDR == 1 && K12_B_COPIES <= 4 ? K12_B_COPIES : 1;
+    constexpr int B_OWN = K12_COPY_ADDR == 1 && K12_B_COPIES <= 4 && !B_ZFILL ? K12_B_COPIES : 1;
     uint32_t k_bytes = 0;
     const float *b_at[B_OWN];
 #pragma unroll
@@ -229,8 +247,9 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
     };
     auto b_from = [&](int c) {
         const int r = b_row(c);
-        if constexpr (K12_COPY_ADDR == 0) return b_src[c % B_PER_ROW] + r * b_row_step;
+        if constexpr (K12_COPY_ADDR == 0) return b_base(c) + r * b_row_step;
         else if constexpr (B_OWN > 1) return k12_at(b_at[c], k_bytes, (uint32_t)N);
+        else if constexpr (B_ZFILL) return k12_at(b_src[0], k_bytes + 4 * r, (uint32_t)N) + b_col(c);
         else return k12_at(b_src[c % B_PER_ROW], k_bytes + 4 * r, (uint32_t)N);
     };
 
@@ -242,7 +261,7 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
 #pragma unroll
         for (int c = 0; c < K12_B_COPIES; ++c) {
             if (c % K12_COPY_STEPS != slot) continue;
-            k12_copy<V>(b_sts + 4 * (b_row(c) * K12_BN + b_col(c)), b_from(c), true);
+            k12_copy<V>(b_sts + 4 * (b_row(c) * K12_BN + b_col(c)), b_from(c), b_in[c % B_PER_ROW]);
         }
     };
     // Phase 0's copies: k = a_k (A) or b_k + row (B) below k_first is copied, the rest is
@@ -257,8 +276,8 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
 #pragma unroll
         for (int c = 0; c < K12_B_COPIES; ++c) {
             const int r = b_row(c);
-            const bool in = b_k + r < k_first;
-            const float *col = b_src[c % B_PER_ROW] - (size_t)b_k * N;  // k = 0
+            const bool in = b_k + r < k_first && b_in[c % B_PER_ROW];
+            const float *col = b_base(c) - (size_t)b_k * N;  // k = 0
             k12_copy<V>(b_sts + 4 * (r * K12_BN + b_col(c)), col + (in ? (size_t)(b_k + r) * N : 0), in);
         }
     };
@@ -269,7 +288,7 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
 #pragma unroll
             for (int g = 0; g < K12_A_ROWS; ++g) a_src[g] += dk;
 #pragma unroll
-            for (int c = 0; c < B_PER_ROW; ++c) b_src[c] += dk * b_row_step;
+            for (int c = 0; c < (B_ZFILL ? 1 : B_PER_ROW); ++c) b_src[c] += dk * b_row_step;
         }
     };
 

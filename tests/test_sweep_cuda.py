@@ -87,6 +87,15 @@ def test_the_copies_of_a_are_searched_where_only_names_them():
     assert {(v["A_KL"], v["COPY_ADDR"], v["PAD"]) for v in plain} == {(0, 0, 4)}
 
 
+def test_the_copies_of_b_along_a_row_are_searched_where_only_names_them():
+    """B_RUN: 0 (the tile's own lanes), 2 or 4 copies of B a thread takes along one row; K15's 4
+    sixteen-byte copies a phase allow each, K12's 16 four-byte ones too."""
+    for kid in ("K15", "K12"):
+        space = sweep_cuda.space(kernels.get(kid), smem_limit=227 * 1024, only=("B_RUN",))
+        assert [v["B_RUN"] for v in space] == [0, 2, 4]
+    assert sweep_cuda.defines(kernels.get("K15"), {"B_RUN": 4}) == {"K12_B_RUN": 4}
+
+
 def test_k12_space_searches_where_the_copies_sit():
     k = kernels.get("K12")
     space = sweep_cuda.space(k, smem_limit=227 * 1024)

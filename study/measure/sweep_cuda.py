@@ -37,7 +37,7 @@ from study.rundata import rundir
 from study.rundata.rundir import RunDir
 
 PARAMS = ("BM", "BN", "BK", "TM", "TN", "WARPS_M", "WARPS_N", "STAGES", "COPY_STEPS", "B_VEC", "MAXNREG",
-          "FMA_ORDER", "PAD", "A_KL", "COPY_ADDR")
+          "FMA_ORDER", "PAD", "A_KL", "COPY_ADDR", "B_RUN")
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256))
 THREAD_TILES = ((16, 8), (8, 16), (8, 8))  # TM x TN outputs per thread
 WARP_GRIDS = ((4, 2), (2, 4), (2, 2), (4, 1), (1, 4), (8, 1), (1, 8))  # warps down x across
@@ -50,10 +50,11 @@ FMA_ORDER = (0, 1, 2, 3)  # the order of a k-step's FFMAs in the source (K12's t
 PAD = (4, 8)  # floats that pad a row of A's stage (K12's tile)
 A_KL = (0, 2, 4, 8)  # lanes along k of A's copies, 0: BK (K12's tile)
 COPY_ADDR = (0, 1)  # how a copy finds its source: its own pointer, or its base plus k (K12's tile)
+B_RUN = (0, 2, 4)  # a thread's copies of B along one row, 0: as the tile's lanes fall (K12's tile)
 # searched where the .cu leaves them open; those of EXPLICIT only where --only names them
 OPTIONAL = {"STAGES": STAGES, "COPY_STEPS": COPY_STEPS, "B_VEC": B_VEC, "MAXNREG": MAXNREG,
-            "FMA_ORDER": FMA_ORDER, "PAD": PAD, "A_KL": A_KL, "COPY_ADDR": COPY_ADDR}
-EXPLICIT = ("B_VEC", "MAXNREG", "FMA_ORDER", "PAD", "A_KL", "COPY_ADDR")
+            "FMA_ORDER": FMA_ORDER, "PAD": PAD, "A_KL": A_KL, "COPY_ADDR": COPY_ADDR, "B_RUN": B_RUN}
+EXPLICIT = ("B_VEC", "MAXNREG", "FMA_ORDER", "PAD", "A_KL", "COPY_ADDR", "B_RUN")
 THREADS = (128, 256)
 CHECK_SHAPE = (67, 132, 100)  # odd M, partial tiles everywhere; N, K multiples of 4
 COLUMNS = ["round", "kernel", *PARAMS, "threads", "smem", "status", "regs", "spills", "ms",
