@@ -71,17 +71,17 @@
 #define K12_FMA_ORDER 2
 #endif
 
-// How a main-loop copy finds its source. 0: each copy keeps a pointer and every pointer is advanced
-// by a phase's k at the phase's end; ptxas adds a 64-bit pointer as two 32-bit halves it keeps in
-// registers that are not a pair, and pairs them with two moves before each LDGSTS. 1: each copy
-// keeps its source at k = 0 and the phase's k is added at the copy, one mad.wide.u32 (IMAD.WIDE,
-// whose result is a register pair) per copy, with one register of k advanced per phase.
 // Lanes along k of A's copies: a thread copies k = q, q + A_KL, ... (BK / A_KL values) of each of
 // its rows, so its copies of one row share a source pointer and differ by constants. 0 (the
 // default) means BK: one value of k in each of A_COPIES rows, a pointer a copy.
 #ifndef K12_A_KL
 #define K12_A_KL 0
 #endif
+// How a main-loop copy finds its source. 0: each source pointer is advanced by a phase's k at the
+// phase's end; ptxas adds a 64-bit pointer as two 32-bit halves it keeps in registers that are not
+// a pair, and pairs them with two moves before each LDGSTS. 1: a source stays at k = 0 and the
+// phase's k is added at the copy by one mad.wide.u32, whose result ptxas writes into a register
+// pair (IMAD.WIDE, or IADD3 and IADD3.X where the factor is 1); one register of k per phase.
 #ifndef K12_COPY_ADDR
 #define K12_COPY_ADDR 0
 #endif
@@ -126,7 +126,7 @@ static_assert(K12_BK >= 2 && K12_PAD % 4 == 0, "BK >= 2, float4 rows");
 static_assert(K12_THREADS % K12_BK == 0 && K12_A_COPIES >= 1 &&
               K12_A_COPIES * K12_THREADS == K12_BM * K12_BK && K12_BK % K12_A_LANES == 0 &&
               K12_A_COPIES % K12_A_KJ == 0,
-              "A tile splits evenly into 4-byte copies, each thread on one column of it");
+              "A tile splits evenly into 4-byte copies, A_KL lanes along k");
 static_assert((K12_B_VEC == 1 || K12_B_VEC == 4) && K12_BN % K12_B_VEC == 0, "B copies of 4 or 16 bytes");
 static_assert((K12_THREADS % (K12_BN / K12_B_VEC) == 0 || (K12_BN / K12_B_VEC) % K12_THREADS == 0) &&
                   K12_B_COPIES >= 1 && K12_B_COPIES * K12_THREADS * K12_B_VEC == K12_BK * K12_BN,
@@ -204,20 +204,20 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
     constexpr int B_LANES = BNV / B_PER_ROW;  // threads along a row of the tile
     constexpr int B_ROW_STEP = K12_THREADS / B_LANES;
     constexpr bool B_ZFILL = K12_B_RUN > 0;
-    const int b_k = tid / B_LANES;
-    const int b_n = V * (tid % B_LANES);
+    const int b_k = B_LANES >= K12_THREADS ? 0 : tid / B_LANES;
+    const int b_n = V * (B_LANES >= K12_THREADS ? tid : tid % B_LANES);
     auto b_row = [](int c) { return (c / B_PER_ROW) * B_ROW_STEP; };
     auto b_col = [](int c) { return V * (c % B_PER_ROW) * B_LANES; };
     uint32_t b_sts = b_stage0 + 4 * (b_k * K12_BN + b_n);
 
     // Source pointers, one per row of A and per column of B. A row past M reads row M - 1, and
     // a column past N the column a tile width before it (the last V columns where there is no
-    // tile before), or with B_RUN none (b_in): every copy reads valid memory or nothing and is
+    // tile before), or with B_RUN nothing (b_in): every copy reads valid memory or nothing and is
     // whole, so the main loop's copies carry no guard; what they bring only feeds outputs outside
-    // C, which are never stored. The
-    // columns keep a word each: clamped onto one column, a warp's copy of B would hand one word
-    // to all its lanes in every pass of the last column's blocks, which slows them, and they are
-    // in every wave (docs/notes/predict.md, "Where K12's time goes at 4097³").
+    // C, which are never stored. The columns keep a word each: clamped onto one column, a warp's
+    // copy of B would hand one word to all its lanes in every pass of the last column's blocks,
+    // which slows them, and they are in every wave (docs/notes/predict.md, "Where K12's time goes
+    // at 4097³").
     const int phases = (K + K12_BK - 1) / K12_BK;
     const int k_first = K - K12_BK * (phases - 1);  // values of k in phase 0
     const float *a_src[K12_A_ROWS], *b_src[B_PER_ROW];
@@ -265,7 +265,7 @@ __device__ __forceinline__ void k12_tile(float (&acc)[K12_TM][K12_TN], int M, in
         }
     };
     // Phase 0's copies: k = a_k (A) or b_k + row (B) below k_first is copied, the rest is
-    // zero-filled (src-size 0, its address that of k = 0 so that it names valid memory).
+    // zero-filled (src-size 0, its address that of k = 0: valid memory, or a B_RUN column past N).
     auto issue_first = [&]() {
 #pragma unroll
         for (int c = 0; c < K12_A_COPIES; ++c) {
